@@ -1,1 +1,11 @@
-//! placeholder
+//! quarry's archive: the SQLite schema with its migrations, and the catalog of tables.
+//!
+//! This crate owns storage: the DDL of every archive table, opening an archive file (WAL,
+//! migrations, the `generation` counter) and describing its tables. It knows nothing about the
+//! query language. DataFusion `TableProvider`s over these tables join this crate with the engine.
+
+pub mod archive;
+pub mod schema;
+
+pub use archive::{Archive, ArchiveError, TableInfo, bump_generation, read_generation};
+pub use schema::{SCHEMA_VERSION, TABLES, TableDef};

@@ -1,0 +1,268 @@
+//! Opening an archive file: creating it, WAL mode, migrations, the `generation` counter, and
+//! describing its tables (row counts and columns) for `quarry tables`.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use crate::schema::{MIGRATIONS, SCHEMA_VERSION, TABLES};
+
+/// What can go wrong opening or reading an archive.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// The archive's folder could not be created.
+    #[error("cannot create the archive folder {path}: {source}")]
+    CreateDir {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// SQLite refused to open or write the file.
+    #[error("cannot open the archive {path}: {source}")]
+    Open {
+        /// The archive file.
+        path: PathBuf,
+        /// SQLite's reason.
+        source: rusqlite::Error,
+    },
+    /// The file is an archive of a newer quarry.
+    #[error(
+        "the archive {path} has schema version {found}, newer than this quarry's {supported}; upgrade quarry"
+    )]
+    TooNew {
+        /// The archive file.
+        path: PathBuf,
+        /// Version found in the file.
+        found: i64,
+        /// Version this build writes.
+        supported: i64,
+    },
+    /// Any other SQLite failure.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// An open archive: one SQLite connection to the archive file.
+pub struct Archive {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// One table of the catalog, as `quarry tables` prints it.
+#[derive(Debug, Clone)]
+pub struct TableInfo {
+    /// SQL name.
+    pub name: &'static str,
+    /// What a row is.
+    pub doc: &'static str,
+    /// Row count (exact, `COUNT(*)`).
+    pub rows: i64,
+    /// Column names and declared SQLite types, in order.
+    pub columns: Vec<(String, String)>,
+}
+
+impl Archive {
+    /// Opens (creating if needed) the archive at `path` and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Self, ArchiveError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| ArchiveError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let open_err = |source| ArchiveError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(open_err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", "OFF")
+            .map_err(open_err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(open_err)?;
+        let mut archive = Archive {
+            conn,
+            path: path.to_path_buf(),
+        };
+        archive.migrate()?;
+        Ok(archive)
+    }
+
+    /// Opens an existing archive read-only (no migration, no creation).
+    pub fn open_read_only(path: &Path) -> Result<Self, ArchiveError> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| ArchiveError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(Archive {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn migrate(&mut self) -> Result<(), ArchiveError> {
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(ArchiveError::TooNew {
+                path: self.path.clone(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for (index, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(migration)?;
+            tx.pragma_update(None, "user_version", index as i64 + 1)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// The archive file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The connection, for the ingest writer and the providers.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The connection, mutably (transactions).
+    pub fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The current generation: bumped by every ingest commit that changed something.
+    pub fn generation(&self) -> Result<i64, ArchiveError> {
+        read_generation(&self.conn)
+    }
+
+    /// Every table of the catalog with its exact row count and columns.
+    pub fn tables(&self) -> Result<Vec<TableInfo>, ArchiveError> {
+        TABLES
+            .iter()
+            .map(|def| {
+                let rows: i64 = self.conn.query_row(
+                    &format!("SELECT COUNT(*) FROM {}", def.name),
+                    [],
+                    |r| r.get(0),
+                )?;
+                let mut stmt = self.conn.prepare(&format!(
+                    "SELECT name, type FROM pragma_table_info('{}')",
+                    def.name
+                ))?;
+                let columns = stmt
+                    .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(TableInfo {
+                    name: def.name,
+                    doc: def.doc,
+                    rows,
+                    columns,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Reads the `generation` counter through any connection or transaction.
+pub fn read_generation(conn: &Connection) -> Result<i64, ArchiveError> {
+    let value: Option<String> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    Ok(value.and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+/// Bumps the `generation` counter inside the caller's transaction and returns the new value.
+pub fn bump_generation(conn: &Connection) -> Result<i64, ArchiveError> {
+    let next = read_generation(conn)? + 1;
+    conn.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'generation'",
+        [next.to_string()],
+    )?;
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn fresh_archive_has_every_table_empty_and_generation_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = Archive::open(&dir.path().join("a/b/archive.db")).unwrap();
+        assert_eq!(archive.generation().unwrap(), 0);
+        let tables = archive.tables().unwrap();
+        assert_eq!(tables.len(), TABLES.len());
+        assert!(tables.iter().all(|t| t.rows == 0 && !t.columns.is_empty()));
+        let mode: String = archive
+            .conn()
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn reopening_keeps_data_and_bumps_are_monotonic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("archive.db");
+        {
+            let archive = Archive::open(&path).unwrap();
+            assert_eq!(bump_generation(archive.conn()).unwrap(), 1);
+            assert_eq!(bump_generation(archive.conn()).unwrap(), 2);
+        }
+        let archive = Archive::open(&path).unwrap();
+        assert_eq!(archive.generation().unwrap(), 2);
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("archive.db");
+        Archive::open(&path).unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        assert!(matches!(
+            Archive::open(&path),
+            Err(ArchiveError::TooNew { .. })
+        ));
+    }
+
+    #[test]
+    fn fts_folds_diacritics() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = Archive::open(&dir.path().join("archive.db")).unwrap();
+        archive
+            .conn()
+            .execute(
+                "INSERT INTO blocks_fts (rowid, search_text) VALUES (1, 'Zażółć gęślą jaźń')",
+                [],
+            )
+            .unwrap();
+        let hits: i64 = archive
+            .conn()
+            .query_row(
+                "SELECT COUNT(*) FROM blocks_fts WHERE blocks_fts MATCH 'gesla'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(hits, 1);
+    }
+}

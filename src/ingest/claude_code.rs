@@ -1,0 +1,589 @@
+//! Claude Code JSONL transcripts (`~/.claude/projects/<project>/<session>.jsonl` and
+//! `<session>/subagents/agent-*.jsonl`).
+//!
+//! One file is one session; inline `isSidechain` records (older versions) become child sessions
+//! of their own; a file under `subagents/` is a subagent session of the session named by its
+//! records' `sessionId`. Assistant lines sharing `message.id` merge into one message, and each
+//! (`message.id`, `requestId`) is billed once with its largest usage.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::lines::Line;
+use super::model::*;
+use super::text::{command_of, exit_code_in, flatten_text, json_time, path_of, str_field};
+
+/// Record types this adapter knows (anything else is kept as a raw event and counted).
+const KNOWN_TYPES: &[&str] = &[
+    "user",
+    "assistant",
+    "system",
+    "summary",
+    "progress",
+    "file-history-snapshot",
+    "queue-operation",
+    "attachment",
+    "custom-title",
+    "ai-title",
+    "last-prompt",
+    "agent-name",
+    "pr-link",
+    "worktree-state",
+    "permission-mode",
+    "mode",
+];
+
+/// Markers of user-role text that a person did not type.
+const INJECTED_PREFIXES: &[&str] = &[
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+    "Caveat: The messages below were generated",
+    "[Request interrupted by user",
+];
+
+/// Reads one Claude Code file. `path` decides whether it is a subagent file.
+pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
+    let stem = std::path::Path::new(path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session")
+        .to_string();
+    let session_native = lines
+        .iter()
+        .find_map(|l| str_field(&l.value, "sessionId"))
+        .unwrap_or_else(|| stem.clone());
+    let agent_id = subagent_id(path, &lines);
+
+    let mut main = match &agent_id {
+        Some(agent) => {
+            let mut s = SessionDraft::new(
+                Origin::ClaudeCode,
+                format!("{session_native}/agent-{agent}"),
+            );
+            s.parent_native_id = Some(session_native.clone());
+            s.branch_type = Some(if agent.starts_with("acompact") {
+                "compaction"
+            } else {
+                "subagent"
+            });
+            s.agent = Some(agent.clone());
+            s
+        }
+        None => SessionDraft::new(Origin::ClaudeCode, session_native.clone()),
+    };
+
+    // Inline sidechains (only in main files): group records by their sidechain root.
+    let by_uuid: HashMap<String, (Option<String>, bool)> = lines
+        .iter()
+        .filter_map(|l| {
+            let uuid = str_field(&l.value, "uuid")?;
+            Some((
+                uuid,
+                (str_field(&l.value, "parentUuid"), is_sidechain(&l.value)),
+            ))
+        })
+        .collect();
+    let mut children: Vec<SessionDraft> = Vec::new();
+    let mut child_of_root: HashMap<String, usize> = HashMap::new();
+
+    let mut builders: Vec<Builder> = vec![Builder::default()];
+    for line in lines {
+        parsed.records += 1;
+        let target = if agent_id.is_none() && is_sidechain(&line.value) {
+            let root = sidechain_root(&line.value, &by_uuid);
+            let index = *child_of_root.entry(root.clone()).or_insert_with(|| {
+                let mut child = SessionDraft::new(
+                    Origin::ClaudeCode,
+                    format!("{session_native}/sidechain-{root}"),
+                );
+                child.parent_native_id = Some(session_native.clone());
+                child.branch_type = Some("sidechain");
+                children.push(child);
+                builders.push(Builder::default());
+                children.len()
+            });
+            index
+        } else {
+            0
+        };
+        let session = if target == 0 {
+            &mut main
+        } else {
+            match children.get_mut(target - 1) {
+                Some(child) => child,
+                None => continue,
+            }
+        };
+        let Some(builder) = builders.get_mut(target) else {
+            continue;
+        };
+        read_record(session, builder, line, parsed);
+    }
+
+    let mut sessions = vec![main];
+    sessions.extend(children);
+    for (session, builder) in sessions.iter_mut().zip(builders) {
+        builder.finish(session);
+    }
+    link_inline_sidechains(&mut sessions);
+    parsed.sessions.extend(sessions);
+}
+
+/// The agent id of a subagent file: from `subagents/agent-<id>.jsonl`, else from records that
+/// are all sidechain records carrying `agentId`.
+fn subagent_id(path: &str, lines: &[Line]) -> Option<String> {
+    let p = std::path::Path::new(path);
+    let in_subagents = p
+        .parent()
+        .and_then(|d| d.file_name())
+        .is_some_and(|n| n == "subagents");
+    let from_records = lines.first().and_then(|l| {
+        if is_sidechain(&l.value) {
+            str_field(&l.value, "agentId")
+        } else {
+            None
+        }
+    });
+    if in_subagents {
+        let stem = p.file_stem()?.to_str()?;
+        return Some(
+            from_records.unwrap_or_else(|| stem.strip_prefix("agent-").unwrap_or(stem).to_string()),
+        );
+    }
+    from_records
+}
+
+fn is_sidechain(record: &Value) -> bool {
+    record.get("isSidechain").and_then(Value::as_bool) == Some(true)
+}
+
+fn sidechain_root(record: &Value, by_uuid: &HashMap<String, (Option<String>, bool)>) -> String {
+    let mut current = str_field(record, "uuid").unwrap_or_default();
+    let mut parent = str_field(record, "parentUuid");
+    for _ in 0..100_000 {
+        match parent.and_then(|p| by_uuid.get(&p).map(|entry| (p, entry.clone()))) {
+            Some((p, (grand, true))) => {
+                current = p;
+                parent = grand;
+            }
+            _ => break,
+        }
+    }
+    current
+}
+
+/// Per-session state while reading records.
+#[derive(Default)]
+struct Builder {
+    /// message.id → message index (assistant lines of one response merge).
+    by_message_id: HashMap<String, usize>,
+    /// (message.id, requestId) → (usage index, output tokens) for de-duplication.
+    usage_by_key: HashMap<(String, String), usize>,
+    /// tool_use id → (message index, Task input) for delegations.
+    task_calls: HashMap<String, (usize, Value)>,
+    models: HashMap<String, usize>,
+    summary_title: Option<String>,
+    custom_title: Option<String>,
+    pending_compaction: Option<usize>,
+}
+
+fn read_record(session: &mut SessionDraft, b: &mut Builder, line: Line, parsed: &mut ParsedFile) {
+    let record = &line.value;
+    let kind = str_field(record, "type").unwrap_or_else(|| "unknown".to_string());
+    let time = json_time(record.get("timestamp"));
+    if let Some(t) = time {
+        session.created_at = Some(session.created_at.map_or(t, |c| c.min(t)));
+        session.updated_at = Some(session.updated_at.map_or(t, |u| u.max(t)));
+    }
+    if session.cwd.is_none() {
+        session.cwd = str_field(record, "cwd");
+    }
+    if session.git_branch.is_none() {
+        session.git_branch = str_field(record, "gitBranch").filter(|b| !b.is_empty());
+    }
+    if let Some(cost) = record.get("costUSD").and_then(Value::as_f64) {
+        session.reported_cost_usd = Some(session.reported_cost_usd.unwrap_or(0.0) + cost);
+    }
+    let subtype = str_field(record, "subtype");
+    let event_kind = match &subtype {
+        Some(s) => format!("{kind}/{s}"),
+        None => kind.clone(),
+    };
+    let is_message = kind == "user" || kind == "assistant";
+    let event_index = session.events.len();
+    session.events.push(EventDraft {
+        kind: event_kind,
+        time,
+        surface: if is_message {
+            Surface::Current
+        } else {
+            Surface::LogOnly
+        },
+        payload: line.text,
+    });
+    if !KNOWN_TYPES.contains(&kind.as_str()) {
+        *parsed
+            .unknown_records
+            .entry(format!("claude-code:{kind}"))
+            .or_default() += 1;
+    }
+    match kind.as_str() {
+        "user" => read_user(session, b, record, time, event_index),
+        "assistant" => read_assistant(session, b, record, time, event_index),
+        "summary" => b.summary_title = str_field(record, "summary").or(b.summary_title.take()),
+        "custom-title" | "ai-title" => {
+            if let Some(t) = str_field(record, "customTitle")
+                .or_else(|| str_field(record, "aiTitle"))
+                .or_else(|| str_field(record, "title"))
+            {
+                b.custom_title = Some(t);
+            }
+        }
+        "system" if subtype.as_deref() == Some("compact_boundary") => {
+            b.pending_compaction = Some(session.snapshots.len());
+            session.snapshots.push(SnapshotDraft {
+                boundary: "compaction",
+                inheritance_mode: Some("summary"),
+                segment: Some("summary"),
+                text: String::new(),
+                occurred_at_ms: time,
+            });
+        }
+        _ => {}
+    }
+}
+
+fn read_user(
+    session: &mut SessionDraft,
+    b: &mut Builder,
+    record: &Value,
+    time: Option<i64>,
+    event_index: usize,
+) {
+    let Some(message) = record.get("message") else {
+        return;
+    };
+    let mut m = MessageDraft::new(Role::User, time, event_index);
+    m.is_sidechain = is_sidechain(record);
+    let meta = record.get("isMeta").and_then(Value::as_bool) == Some(true);
+    m.compaction_summary = record.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+    let tool_use_result = record.get("toolUseResult");
+    match message.get("content") {
+        Some(Value::String(text)) => m
+            .blocks
+            .push(BlockDraft::text(BlockKind::Text, text.clone())),
+        Some(Value::Array(items)) => {
+            for item in items {
+                if let Some(block) = user_block(item, tool_use_result) {
+                    m.blocks.push(block);
+                }
+            }
+        }
+        _ => {}
+    }
+    let text = m
+        .blocks
+        .iter()
+        .filter(|bl| bl.kind == BlockKind::Text)
+        .map(|bl| bl.text.trim_start())
+        .collect::<Vec<_>>()
+        .join("\n");
+    m.injected = meta
+        || m.compaction_summary
+        || INJECTED_PREFIXES.iter().any(|p| text.starts_with(p))
+        || m.blocks.iter().all(|bl| bl.kind != BlockKind::Text);
+    m.pasted =
+        text.contains("[Pasted text") || record.get("pastedContents").is_some_and(|v| !v.is_null());
+    if m.compaction_summary
+        && let Some(index) = b.pending_compaction.take()
+        && let Some(snapshot) = session.snapshots.get_mut(index)
+    {
+        snapshot.text = text.clone();
+    }
+    // A Task result names the subagent that ran it.
+    if let Some(result) = tool_use_result {
+        for block in m
+            .blocks
+            .iter()
+            .filter(|bl| bl.kind == BlockKind::ToolResult)
+        {
+            let Some(tool_id) = &block.tool_id else {
+                continue;
+            };
+            let Some((message_index, input)) = b.task_calls.get(tool_id) else {
+                continue;
+            };
+            session.delegations.push(DelegationDraft {
+                message_index: *message_index,
+                tool_id: tool_id.clone(),
+                child_native_id: str_field(result, "agentId").map(|a| {
+                    let parent = &session.native_id;
+                    format!("{parent}/agent-{a}")
+                }),
+                instruction: str_field(input, "prompt"),
+                requested_model: str_field(input, "model"),
+                result_status: str_field(result, "status").or_else(|| {
+                    Some(
+                        if block.is_error == Some(true) {
+                            "error"
+                        } else {
+                            "completed"
+                        }
+                        .to_string(),
+                    )
+                }),
+                occurred_at_ms: time,
+            });
+            b.task_calls.remove(tool_id);
+            break;
+        }
+    }
+    if !m.blocks.is_empty() {
+        session.messages.push(m);
+    }
+}
+
+fn user_block(item: &Value, tool_use_result: Option<&Value>) -> Option<BlockDraft> {
+    match item.get("type").and_then(Value::as_str)? {
+        "text" => Some(BlockDraft::text(
+            BlockKind::Text,
+            flatten_text(item.get("text")),
+        )),
+        "image" => Some(BlockDraft::text(BlockKind::Image, String::new())),
+        "document" => Some(BlockDraft::text(
+            BlockKind::Document,
+            flatten_text(item.get("title")),
+        )),
+        "tool_result" => {
+            let text = flatten_text(item.get("content"));
+            let mut block = BlockDraft::text(BlockKind::ToolResult, text);
+            block.tool_id = str_field(item, "tool_use_id");
+            block.is_error = Some(item.get("is_error").and_then(Value::as_bool) == Some(true));
+            block.exit_code = tool_use_result
+                .and_then(|r| r.get("exitCode").or_else(|| r.get("exit_code")))
+                .and_then(Value::as_i64)
+                .or_else(|| exit_code_in(&block.text));
+            Some(block)
+        }
+        _ => None,
+    }
+}
+
+fn read_assistant(
+    session: &mut SessionDraft,
+    b: &mut Builder,
+    record: &Value,
+    time: Option<i64>,
+    event_index: usize,
+) {
+    let Some(message) = record.get("message") else {
+        return;
+    };
+    let message_id = str_field(message, "id");
+    let index = match message_id.as_ref().and_then(|id| b.by_message_id.get(id)) {
+        Some(index) => *index,
+        None => {
+            let mut m = MessageDraft::new(Role::Assistant, time, event_index);
+            m.is_sidechain = is_sidechain(record);
+            m.model = str_field(message, "model");
+            if let Some(model) = m.model.clone().filter(|m| m != "<synthetic>") {
+                *b.models.entry(model).or_default() += 1;
+            }
+            session.messages.push(m);
+            let index = session.messages.len() - 1;
+            if let Some(id) = &message_id {
+                b.by_message_id.insert(id.clone(), index);
+            }
+            index
+        }
+    };
+    let Some(m) = session.messages.get_mut(index) else {
+        return;
+    };
+    if let Some(reason) = str_field(message, "stop_reason") {
+        m.stop_reason = Some(reason);
+    }
+    if let Some(d) = record.get("durationMs").and_then(Value::as_i64) {
+        m.duration_ms = Some(d);
+    }
+    match message.get("content") {
+        Some(Value::String(text)) => m
+            .blocks
+            .push(BlockDraft::text(BlockKind::Text, text.clone())),
+        Some(Value::Array(items)) => {
+            for item in items {
+                let Some(block) = assistant_block(item) else {
+                    continue;
+                };
+                if block.kind == BlockKind::ToolUse
+                    && matches!(block.tool_name.as_deref(), Some("Task" | "Agent"))
+                    && let Some(id) = &block.tool_id
+                {
+                    b.task_calls.insert(
+                        id.clone(),
+                        (index, item.get("input").cloned().unwrap_or(Value::Null)),
+                    );
+                }
+                m.blocks.push(block);
+            }
+        }
+        _ => {}
+    }
+    if let Some(usage) = message.get("usage") {
+        let tokens = Tokens {
+            input: usage
+                .get("input_tokens")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            output: usage
+                .get("output_tokens")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            reasoning: None,
+            cache_read: usage
+                .get("cache_read_input_tokens")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            cache_write: usage
+                .get("cache_creation_input_tokens")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+        };
+        let request_id = str_field(record, "requestId");
+        let key = (
+            message_id
+                .clone()
+                .unwrap_or_else(|| format!("line-{event_index}")),
+            request_id.clone().unwrap_or_default(),
+        );
+        match b.usage_by_key.get(&key) {
+            Some(&u) => {
+                if let Some(existing) = session.usage.get_mut(u)
+                    && tokens.output >= existing.tokens.output
+                {
+                    existing.tokens = tokens;
+                }
+            }
+            None => {
+                b.usage_by_key.insert(key, session.usage.len());
+                session.usage.push(UsageDraft {
+                    message_index: Some(index),
+                    request_id,
+                    model: str_field(message, "model"),
+                    tokens,
+                    occurred_at_ms: time,
+                    event_index,
+                });
+            }
+        }
+    }
+}
+
+fn assistant_block(item: &Value) -> Option<BlockDraft> {
+    match item.get("type").and_then(Value::as_str)? {
+        "text" => Some(BlockDraft::text(
+            BlockKind::Text,
+            flatten_text(item.get("text")),
+        )),
+        "thinking" => Some(BlockDraft::text(
+            BlockKind::Thinking,
+            flatten_text(item.get("thinking")),
+        )),
+        "redacted_thinking" => Some(BlockDraft::text(BlockKind::Thinking, String::new())),
+        "tool_use" | "server_tool_use" => {
+            let input = item.get("input").cloned().unwrap_or(Value::Null);
+            let mut block = BlockDraft::text(BlockKind::ToolUse, String::new());
+            block.tool_name = str_field(item, "name");
+            block.tool_id = str_field(item, "id");
+            block.tool_command = command_of(&input);
+            block.tool_path = path_of(&input);
+            block.tool_input = Some(input.to_string());
+            Some(block)
+        }
+        "image" => Some(BlockDraft::text(BlockKind::Image, String::new())),
+        _ => None,
+    }
+}
+
+impl Builder {
+    fn finish(self, session: &mut SessionDraft) {
+        // Message tokens: the sum of its de-duplicated usage rows.
+        for usage in &session.usage {
+            if let Some(m) = usage
+                .message_index
+                .and_then(|i| session.messages.get_mut(i))
+            {
+                let t = m.tokens.get_or_insert_with(Tokens::default);
+                t.input += usage.tokens.input;
+                t.output += usage.tokens.output;
+                t.cache_read += usage.tokens.cache_read;
+                t.cache_write += usage.tokens.cache_write;
+            }
+        }
+        session.model = self
+            .models
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|(model, _)| model);
+        session.title = self.custom_title.or(self.summary_title);
+        // Delegations whose result never arrived still record the hand-off.
+        for (tool_id, (message_index, input)) in self.task_calls {
+            session.delegations.push(DelegationDraft {
+                message_index,
+                tool_id,
+                child_native_id: None,
+                instruction: str_field(&input, "prompt"),
+                requested_model: str_field(&input, "model"),
+                result_status: None,
+                occurred_at_ms: session
+                    .messages
+                    .get(message_index)
+                    .and_then(|m| m.occurred_at_ms),
+            });
+        }
+        session
+            .delegations
+            .sort_by_key(|d| (d.message_index, d.tool_id.clone()));
+    }
+}
+
+/// Resolves the delegations of a main session to its inline sidechain children by matching the
+/// Task prompt with the child's first user message.
+fn link_inline_sidechains(sessions: &mut [SessionDraft]) {
+    let Some((main, children)) = sessions.split_first_mut() else {
+        return;
+    };
+    let mut taken = vec![false; children.len()];
+    for delegation in main
+        .delegations
+        .iter_mut()
+        .filter(|d| d.child_native_id.is_none())
+    {
+        let Some(instruction) = delegation.instruction.as_deref().map(str::trim) else {
+            continue;
+        };
+        let found = children.iter().enumerate().position(|(i, child)| {
+            !taken.get(i).copied().unwrap_or(true)
+                && child.messages.first().is_some_and(|m| {
+                    m.blocks
+                        .iter()
+                        .any(|b| b.kind == BlockKind::Text && b.text.trim() == instruction)
+                })
+        });
+        if let Some(i) = found
+            && let Some(child) = children.get(i)
+        {
+            if let Some(t) = taken.get_mut(i) {
+                *t = true;
+            }
+            delegation.child_native_id = Some(child.native_id.clone());
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! Codex CLI rollout JSONL (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`), CLI 0.40 and 0.104
+//! shapes, and the event-stream variant without top-level timestamps.
+//!
+//! Consecutive model-side items (reasoning, tool calls, assistant text) form one assistant
+//! message, closed by the next user, developer or tool item. Usage is the delta of the cumulative
+//! `total_token_usage` between `token_count` events, never a sum of events (0.104 repeats totals).
+//! `task_started` / `task_complete` write the turn boundaries.
+
+use serde_json::Value;
+
+use super::lines::Line;
+use super::model::*;
+use super::text::{command_of, exit_code_in, flatten_text, json_time, path_of, str_field};
+
+const KNOWN_TYPES: &[&str] = &[
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+];
+
+/// Texts Codex injects as user-role messages (environment, instructions).
+const INJECTED_PREFIXES: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions",
+    "<turn_aborted>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+];
+
+#[derive(Default)]
+struct Cumulative {
+    input: i64,
+    cached: i64,
+    output: i64,
+    reasoning: i64,
+}
+
+/// Reads one Codex rollout file.
+pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
+    let stem = std::path::Path::new(path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("session")
+        .to_string();
+    let native = lines
+        .iter()
+        .find(|l| l.value.get("type").and_then(Value::as_str) == Some("session_meta"))
+        .and_then(|l| l.value.get("payload").and_then(|p| str_field(p, "id")))
+        .unwrap_or(stem);
+    let mut session = SessionDraft::new(Origin::Codex, native);
+    let mut state = State::default();
+    for line in lines {
+        parsed.records += 1;
+        read_line(&mut session, &mut state, line, parsed);
+    }
+    let mut models: Vec<(&String, &usize)> = state.models.iter().collect();
+    models.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    session.model = models.first().map(|(m, _)| (*m).clone());
+    session.has_turn_markers = !session.turn_markers.is_empty();
+    parsed.sessions.push(session);
+}
+
+#[derive(Default)]
+struct State {
+    seen_meta: bool,
+    model: Option<String>,
+    models: std::collections::HashMap<String, usize>,
+    /// Index of the open assistant message, if the model is mid-response.
+    open_assistant: Option<usize>,
+    /// The last assistant message (usage attaches to it).
+    last_assistant: Option<usize>,
+    totals: Cumulative,
+    /// Turn started without an id (0.40): pair with the next completion in order.
+    anonymous_turns: usize,
+}
+
+fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: &mut ParsedFile) {
+    let record = &line.value;
+    let kind = str_field(record, "type").unwrap_or_else(|| "unknown".to_string());
+    let payload = record.get("payload").cloned().unwrap_or(Value::Null);
+    let sub = str_field(&payload, "type");
+    let time = json_time(record.get("timestamp")).or_else(|| json_time(payload.get("timestamp")));
+    if let Some(t) = time {
+        session.created_at = Some(session.created_at.map_or(t, |c| c.min(t)));
+        session.updated_at = Some(session.updated_at.map_or(t, |u| u.max(t)));
+    }
+    let event_index = session.events.len();
+    let surface = if kind == "response_item" {
+        Surface::Current
+    } else {
+        Surface::LogOnly
+    };
+    session.events.push(EventDraft {
+        kind: match &sub {
+            Some(s) => format!("{kind}/{s}"),
+            None => kind.clone(),
+        },
+        time,
+        surface,
+        payload: line.text,
+    });
+    if !KNOWN_TYPES.contains(&kind.as_str()) {
+        *parsed
+            .unknown_records
+            .entry(format!("codex:{kind}"))
+            .or_default() += 1;
+        return;
+    }
+    match kind.as_str() {
+        "session_meta" => read_meta(session, state, &payload, time),
+        "turn_context" => {
+            if let Some(model) = str_field(&payload, "model") {
+                state.model = Some(model);
+            }
+            if session.cwd.is_none() {
+                session.cwd = str_field(&payload, "cwd");
+            }
+        }
+        "response_item" => read_item(
+            session,
+            state,
+            &payload,
+            sub.as_deref(),
+            time,
+            event_index,
+            parsed,
+        ),
+        "event_msg" => read_event(session, state, &payload, sub.as_deref(), time, event_index),
+        "compacted" => session.snapshots.push(SnapshotDraft {
+            boundary: "compaction",
+            inheritance_mode: Some("summary"),
+            segment: Some("summary"),
+            text: flatten_text(payload.get("message")),
+            occurred_at_ms: time,
+        }),
+        _ => {}
+    }
+}
+
+fn read_meta(session: &mut SessionDraft, state: &mut State, payload: &Value, time: Option<i64>) {
+    if state.seen_meta {
+        return;
+    }
+    state.seen_meta = true;
+    session.cwd = str_field(payload, "cwd").or(session.cwd.take());
+    if let Some(git) = payload.get("git") {
+        session.git_remote = str_field(git, "repository_url");
+        session.git_branch = str_field(git, "branch");
+    }
+    if let Some(t) = json_time(payload.get("timestamp")) {
+        session.created_at = Some(session.created_at.map_or(t, |c| c.min(t)));
+    }
+    let instructions = payload
+        .get("instructions")
+        .or_else(|| payload.get("base_instructions"))
+        .map(|v| flatten_text(Some(v)))
+        .unwrap_or_default();
+    if !instructions.is_empty() {
+        session.snapshots.push(SnapshotDraft {
+            boundary: "session_start",
+            inheritance_mode: Some("fresh"),
+            segment: Some("instructions"),
+            text: instructions,
+            occurred_at_ms: time,
+        });
+    }
+}
+
+fn read_item(
+    session: &mut SessionDraft,
+    state: &mut State,
+    payload: &Value,
+    sub: Option<&str>,
+    time: Option<i64>,
+    event_index: usize,
+    parsed: &mut ParsedFile,
+) {
+    match sub {
+        Some("message") => {
+            let role = str_field(payload, "role").unwrap_or_default();
+            let text = flatten_text(payload.get("content"));
+            match role.as_str() {
+                "assistant" => {
+                    let m = open_assistant(session, state, time, event_index);
+                    m.blocks.push(BlockDraft::text(BlockKind::Text, text));
+                }
+                _ => {
+                    state.open_assistant = None;
+                    let role = if role == "user" {
+                        Role::User
+                    } else {
+                        Role::System
+                    };
+                    let mut m = MessageDraft::new(role, time, event_index);
+                    m.injected = role != Role::User
+                        || INJECTED_PREFIXES
+                            .iter()
+                            .any(|p| text.trim_start().starts_with(p));
+                    m.blocks.push(BlockDraft::text(BlockKind::Text, text));
+                    session.messages.push(m);
+                }
+            }
+        }
+        Some("reasoning") => {
+            let text = flatten_text(payload.get("summary"));
+            let m = open_assistant(session, state, time, event_index);
+            m.blocks.push(BlockDraft::text(BlockKind::Thinking, text));
+        }
+        Some("function_call" | "custom_tool_call" | "local_shell_call" | "web_search_call") => {
+            let name =
+                str_field(payload, "name").unwrap_or_else(|| sub.unwrap_or("tool").to_string());
+            let input = tool_input(payload);
+            let mut block = BlockDraft::text(BlockKind::ToolUse, String::new());
+            block.tool_command = command_of(&input);
+            block.tool_path = path_of(&input);
+            block.tool_input = Some(match &input {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            });
+            block.tool_name = Some(name);
+            block.tool_id = str_field(payload, "call_id").or_else(|| str_field(payload, "id"));
+            let m = open_assistant(session, state, time, event_index);
+            m.blocks.push(block);
+        }
+        Some("function_call_output" | "custom_tool_call_output" | "local_shell_call_output") => {
+            state.open_assistant = None;
+            let (text, exit_code) = tool_output(payload.get("output"));
+            let mut block = BlockDraft::text(BlockKind::ToolResult, text);
+            block.tool_id = str_field(payload, "call_id");
+            block.exit_code = exit_code;
+            block.is_error = Some(exit_code.is_some_and(|c| c != 0));
+            let mut m = MessageDraft::new(Role::Tool, time, event_index);
+            m.injected = true;
+            m.blocks.push(block);
+            session.messages.push(m);
+        }
+        other => {
+            let name = format!("codex:response_item/{}", other.unwrap_or("unknown"));
+            *parsed.unknown_records.entry(name).or_default() += 1;
+        }
+    }
+}
+
+/// The input of a tool call: `arguments` (JSON text) parsed when possible, else `input`.
+fn tool_input(payload: &Value) -> Value {
+    if let Some(args) = payload.get("arguments").and_then(Value::as_str) {
+        return serde_json::from_str(args).unwrap_or_else(|_| Value::String(args.to_string()));
+    }
+    if let Some(input) = payload.get("input") {
+        return match input {
+            Value::String(s) => serde_json::json!({ "input": s }),
+            other => other.clone(),
+        };
+    }
+    payload.get("action").cloned().unwrap_or(Value::Null)
+}
+
+/// Output text and exit code of a tool result (0.40 wraps it as `{"output", "metadata"}` JSON).
+fn tool_output(output: Option<&Value>) -> (String, Option<i64>) {
+    let raw = match output {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    if let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(&raw) {
+        let text = obj
+            .get("output")
+            .map(|v| flatten_text(Some(v)))
+            .unwrap_or_else(|| raw.clone());
+        let code = obj
+            .get("metadata")
+            .and_then(|m| m.get("exit_code"))
+            .and_then(Value::as_i64);
+        return (text, code.or_else(|| exit_code_in(&raw)));
+    }
+    let code = exit_code_in(&raw);
+    (raw, code)
+}
+
+fn open_assistant<'a>(
+    session: &'a mut SessionDraft,
+    state: &mut State,
+    time: Option<i64>,
+    event_index: usize,
+) -> &'a mut MessageDraft {
+    let index = match state.open_assistant {
+        Some(i) if i < session.messages.len() => i,
+        _ => {
+            let mut m = MessageDraft::new(Role::Assistant, time, event_index);
+            m.model = state.model.clone();
+            if let Some(model) = &state.model {
+                *state.models.entry(model.clone()).or_default() += 1;
+            }
+            session.messages.push(m);
+            session.messages.len() - 1
+        }
+    };
+    state.open_assistant = Some(index);
+    state.last_assistant = Some(index);
+    #[allow(clippy::indexing_slicing)]
+    &mut session.messages[index]
+}
+
+fn read_event(
+    session: &mut SessionDraft,
+    state: &mut State,
+    payload: &Value,
+    sub: Option<&str>,
+    time: Option<i64>,
+    event_index: usize,
+) {
+    match sub {
+        Some("token_count") => read_token_count(session, state, payload, time, event_index),
+        Some("task_started") => {
+            let turn_id = str_field(payload, "turn_id").unwrap_or_else(|| {
+                state.anonymous_turns += 1;
+                format!("task-{}", state.anonymous_turns)
+            });
+            session.turn_markers.push(TurnMarker {
+                turn_id,
+                start_event: event_index,
+                started_at_ms: time,
+                completed_at_ms: None,
+                completed: false,
+            });
+        }
+        Some("task_complete") => {
+            let id = str_field(payload, "turn_id");
+            let marker = match id {
+                Some(id) => session
+                    .turn_markers
+                    .iter_mut()
+                    .rev()
+                    .find(|m| m.turn_id == id),
+                None => session.turn_markers.iter_mut().rev().find(|m| !m.completed),
+            };
+            if let Some(m) = marker {
+                m.completed = true;
+                m.completed_at_ms = time;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn read_token_count(
+    session: &mut SessionDraft,
+    state: &mut State,
+    payload: &Value,
+    time: Option<i64>,
+    event_index: usize,
+) {
+    let Some(total) = payload.get("info").and_then(|i| i.get("total_token_usage")) else {
+        return;
+    };
+    let get = |k: &str| total.get(k).and_then(Value::as_i64).unwrap_or(0);
+    let now = Cumulative {
+        input: get("input_tokens"),
+        cached: get("cached_input_tokens"),
+        output: get("output_tokens"),
+        reasoning: get("reasoning_output_tokens"),
+    };
+    let delta = Cumulative {
+        input: now.input - state.totals.input,
+        cached: now.cached - state.totals.cached,
+        output: now.output - state.totals.output,
+        reasoning: now.reasoning - state.totals.reasoning,
+    };
+    // A repeated total is no new response; a smaller total is a restart of the counter.
+    if delta.input == 0 && delta.cached == 0 && delta.output == 0 && delta.reasoning == 0 {
+        return;
+    }
+    let delta = if delta.input < 0 || delta.output < 0 || delta.cached < 0 {
+        Cumulative { ..now }
+    } else {
+        delta
+    };
+    state.totals = now;
+    let tokens = Tokens {
+        input: delta.input - delta.cached,
+        output: delta.output,
+        reasoning: Some(delta.reasoning),
+        cache_read: delta.cached,
+        cache_write: 0,
+    };
+    if let Some(m) = state
+        .last_assistant
+        .and_then(|i| session.messages.get_mut(i))
+    {
+        let t = m.tokens.get_or_insert_with(Tokens::default);
+        t.input += tokens.input;
+        t.output += tokens.output;
+        t.cache_read += tokens.cache_read;
+        t.reasoning = Some(t.reasoning.unwrap_or(0) + delta.reasoning);
+    }
+    session.usage.push(UsageDraft {
+        message_index: state.last_assistant,
+        request_id: None,
+        model: state.model.clone(),
+        tokens,
+        occurred_at_ms: time,
+        event_index,
+    });
+    state.open_assistant = None;
+}

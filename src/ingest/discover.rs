@@ -1,0 +1,96 @@
+//! Finding transcript files: the default locations of each tool, and walking given paths.
+
+use std::path::{Path, PathBuf};
+
+/// The default transcript roots that exist on this machine: `~/.claude/projects` (or
+/// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`) and
+/// `~/.gemini/tmp`.
+pub fn default_roots() -> Vec<PathBuf> {
+    let home = dirs::home_dir();
+    let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".claude")));
+    let codex = std::env::var_os("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".codex")));
+    let gemini = home.as_ref().map(|h| h.join(".gemini").join("tmp"));
+    [
+        claude.map(|c| c.join("projects")),
+        codex.map(|c| c.join("sessions")),
+        gemini,
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|p| p.is_dir())
+    .collect()
+}
+
+/// A candidate input file, or a path that could not be read.
+#[derive(Debug)]
+pub enum Candidate {
+    /// A file with a transcript-like extension.
+    File(PathBuf),
+    /// A path that exists (or is a link) but cannot be read as a file, with the reason.
+    Unreadable(PathBuf, String),
+}
+
+/// Whether a file name looks like a transcript or export.
+pub fn is_transcript_name(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("jsonl" | "json" | "ndjson")
+    )
+}
+
+/// Every candidate file under `paths`, sorted, each once. A missing path is an error for the
+/// caller to report before any work starts.
+pub fn walk(paths: &[PathBuf]) -> Vec<Candidate> {
+    let mut files = Vec::new();
+    for root in paths {
+        for entry in walkdir::WalkDir::new(root)
+            .follow_links(false)
+            .sort_by_file_name()
+        {
+            match entry {
+                Ok(entry) => {
+                    let path = entry.path().to_path_buf();
+                    if !is_transcript_name(&path) {
+                        continue;
+                    }
+                    let file_type = entry.file_type();
+                    if file_type.is_file() {
+                        files.push(Candidate::File(path));
+                    } else if file_type.is_symlink() {
+                        match std::fs::metadata(&path) {
+                            Ok(m) if m.is_file() => files.push(Candidate::File(path)),
+                            Ok(_) => {
+                                files.push(Candidate::Unreadable(path, "not a regular file".into()))
+                            }
+                            Err(e) => files.push(Candidate::Unreadable(
+                                path,
+                                format!("dangling or unreadable link: {e}"),
+                            )),
+                        }
+                    } else if file_type.is_dir() && entry.depth() > 0 {
+                        files.push(Candidate::Unreadable(
+                            path,
+                            "a directory named like a transcript".into(),
+                        ));
+                    } else if file_type.is_dir() {
+                        // The root itself named *.json: walk into it silently.
+                    } else {
+                        files.push(Candidate::Unreadable(path, "not a regular file".into()));
+                    }
+                }
+                Err(e) => {
+                    let path = e
+                        .path()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_else(|| root.clone());
+                    files.push(Candidate::Unreadable(path, e.to_string()));
+                }
+            }
+        }
+    }
+    files
+}

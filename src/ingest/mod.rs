@@ -1,0 +1,412 @@
+//! Ingest: from transcript files on disk into the SQLite archive.
+//!
+//! Data flows one way: `discover` finds files → `detect` picks an adapter → the adapter
+//! (`claude_code`, `codex`, `chatgpt`, `claude_ai`, `gemini`, `aistudio`) reads records into
+//! drafts (`model`) → `derive` computes the derived facts → `store` writes one file per
+//! transaction. Parsing runs on a second thread while the first one writes.
+
+pub mod aistudio;
+pub mod chatgpt;
+pub mod claude_ai;
+pub mod claude_code;
+pub mod codex;
+pub mod derive;
+pub mod detect;
+pub mod discover;
+pub mod gemini;
+pub mod lines;
+pub mod model;
+pub mod store;
+pub mod summary;
+pub mod text;
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use rusqlite::{Connection, OpenFlags};
+
+use quarry_providers::Archive;
+
+use self::derive::SessionRows;
+use self::detect::Format;
+use self::discover::Candidate;
+use self::model::{Diagnostic, ParsedFile};
+use self::store::{FileStamp, FileState};
+pub use self::summary::Summary;
+
+/// What to ingest and how.
+#[derive(Debug, Clone, Default)]
+pub struct IngestOptions {
+    /// Files or folders; empty means the default transcript locations.
+    pub paths: Vec<PathBuf>,
+    /// Owner recorded on new sessions.
+    pub owner: Option<String>,
+    /// Show a progress bar (only drawn when stderr is a terminal).
+    pub progress: bool,
+}
+
+/// Failures that stop an ingest before it starts.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// A path given on the command line does not exist.
+    #[error("no such file or folder: {0}")]
+    MissingPath(PathBuf),
+    /// No path given and no default transcript folder exists.
+    #[error(
+        "no transcripts found: none of ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp exists; pass a path"
+    )]
+    NothingToDiscover,
+    /// The archive could not be read or written.
+    #[error("archive error: {0}")]
+    Archive(#[from] quarry_providers::ArchiveError),
+    /// SQLite failed outside a file's transaction.
+    #[error("archive error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// One unit of work handed from the parser thread to the writer.
+enum Work {
+    /// A file to (re)write.
+    Write {
+        stamp: FileStamp,
+        state: FileState,
+        sessions: Vec<SessionRows>,
+        parsed: ParsedFile,
+    },
+    /// A file that needs nothing (unchanged) or cannot be ingested (unsupported, unreadable).
+    Skip {
+        bytes: u64,
+        state: Option<FileState>,
+        diagnostics: Vec<Diagnostic>,
+        unsupported: bool,
+    },
+}
+
+/// Ingests `options.paths` (or the default locations) into `archive`.
+pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary, IngestError> {
+    let started = Instant::now();
+    let roots = if options.paths.is_empty() {
+        let roots = discover::default_roots();
+        if roots.is_empty() {
+            return Err(IngestError::NothingToDiscover);
+        }
+        roots
+    } else {
+        for p in &options.paths {
+            if std::fs::symlink_metadata(p).is_err() {
+                return Err(IngestError::MissingPath(p.clone()));
+            }
+        }
+        options.paths.clone()
+    };
+    let candidates = discover::walk(&roots);
+    let total_bytes: u64 = candidates
+        .iter()
+        .filter_map(|c| match c {
+            Candidate::File(p) => std::fs::metadata(p).ok().map(|m| m.len()),
+            Candidate::Unreadable(..) => None,
+        })
+        .sum();
+    let mut summary = Summary {
+        generation_before: archive.generation()?,
+        ..Summary::default()
+    };
+    let progress = progress_bar(options.progress, total_bytes, candidates.len());
+
+    let archive_path = archive.path().to_path_buf();
+    let owner = options.owner.clone();
+    let (sender, receiver) = mpsc::sync_channel::<Work>(2);
+    let parser =
+        std::thread::spawn(move || parse_all(candidates, &archive_path, owner.as_deref(), sender));
+
+    let mut write_error = None;
+    for work in receiver {
+        match work {
+            Work::Skip {
+                bytes,
+                state,
+                diagnostics,
+                unsupported,
+            } => {
+                summary.files_seen += 1;
+                summary.bytes += bytes;
+                match state {
+                    Some(FileState::Unchanged) => summary.files_unchanged += 1,
+                    _ if unsupported => summary.files_unsupported += 1,
+                    _ => summary.files_failed += 1,
+                }
+                summary.diagnostics.extend(diagnostics);
+                progress.inc(bytes);
+            }
+            Work::Write {
+                stamp,
+                state,
+                sessions,
+                parsed,
+            } => {
+                summary.files_seen += 1;
+                summary.bytes += stamp.size as u64;
+                summary.records += parsed.records;
+                progress.inc(stamp.size as u64);
+                match store::write_file(archive.conn_mut(), &stamp, &sessions) {
+                    Ok(rows) => {
+                        summary.rows_written += rows;
+                        match state {
+                            FileState::Changed => summary.files_changed += 1,
+                            _ => summary.files_new += 1,
+                        }
+                        for s in &sessions {
+                            *summary
+                                .sessions_ingested
+                                .entry(s.session.origin.to_string())
+                                .or_default() += 1;
+                        }
+                        for (kind, n) in parsed.unknown_records {
+                            *summary.unknown_records.entry(kind).or_default() += n;
+                        }
+                        summary.diagnostics.extend(parsed.diagnostics);
+                    }
+                    Err(e) => {
+                        summary.files_failed += 1;
+                        summary.diagnostics.push(Diagnostic {
+                            file: stamp.path.clone(),
+                            line: None,
+                            kind: "write_failed",
+                            reason: format!("not written, the archive keeps its previous state for this file: {e}"),
+                        });
+                        if is_fatal(&e) {
+                            write_error = Some(e);
+                            break;
+                        }
+                    }
+                }
+                progress.set_message(format!(
+                    "{} files, {} records",
+                    summary.files_seen, summary.records
+                ));
+            }
+        }
+    }
+    drop(progress);
+    let _ = parser.join();
+    if let Some(e) = write_error {
+        return Err(IngestError::Sqlite(e));
+    }
+    summary.missing_parents = store::link(archive.conn())?;
+    summary.generation_after = archive.generation()?;
+    summary.archive_sessions = sessions_by_origin(archive.conn())?;
+    summary.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(summary)
+}
+
+/// Errors after which no further file can be written (disk full, read-only archive).
+fn is_fatal(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(
+            rusqlite::ErrorCode::DiskFull
+                | rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+        )
+    )
+}
+
+fn progress_bar(enabled: bool, total_bytes: u64, files: usize) -> indicatif::ProgressBar {
+    if !enabled || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total_bytes);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {bytes_per_sec} {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_message(format!("0/{files} files"));
+    bar
+}
+
+fn sessions_by_origin(
+    conn: &Connection,
+) -> rusqlite::Result<std::collections::BTreeMap<String, i64>> {
+    let mut stmt =
+        conn.prepare("SELECT origin, COUNT(*) FROM sessions GROUP BY origin ORDER BY origin")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// The parser thread: reads, checks, parses and derives each candidate in order.
+fn parse_all(
+    candidates: Vec<Candidate>,
+    archive_path: &Path,
+    owner: Option<&str>,
+    sender: mpsc::SyncSender<Work>,
+) {
+    let conn = Connection::open_with_flags(archive_path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok();
+    let mut claimed: HashMap<String, String> = HashMap::new();
+    for candidate in candidates {
+        let work = match candidate {
+            Candidate::Unreadable(path, reason) => Work::Skip {
+                bytes: 0,
+                state: None,
+                diagnostics: vec![Diagnostic {
+                    file: path.display().to_string(),
+                    line: None,
+                    kind: "unreadable",
+                    reason,
+                }],
+                unsupported: false,
+            },
+            Candidate::File(path) => prepare_file(&path, conn.as_ref(), owner, &mut claimed),
+        };
+        if sender.send(work).is_err() {
+            return;
+        }
+    }
+}
+
+fn prepare_file(
+    path: &Path,
+    conn: Option<&Connection>,
+    owner: Option<&str>,
+    claimed: &mut HashMap<String, String>,
+) -> Work {
+    let name = path
+        .canonicalize()
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string();
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            return Work::Skip {
+                bytes: 0,
+                state: None,
+                diagnostics: vec![Diagnostic {
+                    file: name,
+                    line: None,
+                    kind: "unreadable",
+                    reason: e.to_string(),
+                }],
+                unsupported: false,
+            };
+        }
+    };
+    let size = bytes.len() as i64;
+    let hash = blake3::hash(&bytes).to_hex().to_string();
+    let state = conn
+        .and_then(|c| store::file_state(c, &name, size, &hash).ok())
+        .unwrap_or(FileState::New);
+    if state == FileState::Unchanged {
+        return Work::Skip {
+            bytes: size as u64,
+            state: Some(state),
+            diagnostics: Vec::new(),
+            unsupported: false,
+        };
+    }
+    let (format, mut parsed) = parse_bytes(&name, &bytes);
+    drop(bytes);
+    let Some(format) = format else {
+        let mut diagnostics = parsed.diagnostics;
+        diagnostics.push(Diagnostic {
+            file: name,
+            line: None,
+            kind: "unsupported_format",
+            reason: "not a transcript format quarry reads (Claude Code, Codex, ChatGPT, Claude.ai, Gemini CLI, AI Studio)".into(),
+        });
+        return Work::Skip {
+            bytes: size as u64,
+            state: Some(state),
+            diagnostics,
+            unsupported: true,
+        };
+    };
+    let origin = parsed
+        .sessions
+        .first()
+        .map(|s| s.origin.as_str().to_string())
+        .unwrap_or_else(|| format!("{format:?}"));
+    let mut sessions = Vec::with_capacity(parsed.sessions.len());
+    for mut draft in std::mem::take(&mut parsed.sessions) {
+        let mut id = draft.session_id();
+        let owner_path = claimed
+            .get(&id)
+            .cloned()
+            .or_else(|| conn.and_then(|c| store::session_owner(c, &id).ok().flatten()));
+        if owner_path.as_deref().is_some_and(|p| p != name) {
+            let suffix = blake3::hash(name.as_bytes()).to_hex();
+            let renamed = format!("{}~{}", draft.native_id, suffix.get(..8).unwrap_or("dup"));
+            parsed.diagnostics.push(Diagnostic {
+                file: name.clone(),
+                line: None,
+                kind: "duplicate_session_id",
+                reason: format!(
+                    "session {id} is already ingested from another file; stored as {renamed}"
+                ),
+            });
+            draft.native_id = renamed;
+            id = draft.session_id();
+        }
+        claimed.insert(id, name.clone());
+        sessions.push(derive::derive(draft, owner));
+    }
+    Work::Write {
+        stamp: FileStamp {
+            path: name,
+            origin,
+            size,
+            hash,
+            records: parsed.records as i64,
+        },
+        state,
+        sessions,
+        parsed,
+    }
+}
+
+/// Detects the format of a file's bytes and parses it. `None` means unsupported.
+pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
+    let mut parsed = ParsedFile::default();
+    let is_json_document = name.ends_with(".json");
+    if is_json_document {
+        match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Ok(root) => {
+                let format = detect::detect_json(&root);
+                match format {
+                    Some(Format::ChatGpt) => chatgpt::parse(&root, &mut parsed),
+                    Some(Format::ClaudeAi) => claude_ai::parse(&root, &mut parsed),
+                    Some(Format::AiStudio) => aistudio::parse(name, &root, &mut parsed),
+                    Some(Format::GeminiJson) => gemini::parse_json(&root, &mut parsed),
+                    _ => return (None, parsed),
+                }
+                return (format, parsed);
+            }
+            Err(e) if !looks_like_lines(bytes) => {
+                parsed.diagnostics.push(Diagnostic {
+                    file: name.to_string(),
+                    line: Some(e.line()),
+                    kind: "invalid_json",
+                    reason: format!("invalid JSON document: {e}"),
+                });
+                return (None, parsed);
+            }
+            Err(_) => {}
+        }
+    }
+    let lines = lines::read_lines(name, bytes, &mut parsed.diagnostics);
+    let format = detect::detect_lines(&lines);
+    match format {
+        Some(Format::ClaudeCode) => claude_code::parse(name, lines, &mut parsed),
+        Some(Format::Codex) => codex::parse(name, lines, &mut parsed),
+        Some(Format::GeminiLines) => gemini::parse_lines(lines, &mut parsed),
+        _ => return (None, parsed),
+    }
+    (format, parsed)
+}
+
+fn looks_like_lines(bytes: &[u8]) -> bool {
+    bytes.iter().filter(|b| **b == b'\n').take(2).count() >= 2 && bytes.first() == Some(&b'{')
+}

@@ -1,0 +1,442 @@
+//! Writing one input file's sessions into the archive in one transaction: the file's previous
+//! sessions are replaced atomically, `source_files` records size and hash, and `generation` is
+//! bumped. A failure rolls the whole file back; files committed before it stay.
+
+use rusqlite::{Connection, Transaction, params};
+
+use quarry_providers::bump_generation;
+use quarry_providers::schema::SESSION_CHILD_TABLES;
+
+use super::derive::SessionRows;
+use super::text::search_text;
+
+/// What identifies a file's content.
+#[derive(Debug, Clone)]
+pub struct FileStamp {
+    /// Path as given (absolute when possible).
+    pub path: String,
+    /// Origin of its sessions (or `unsupported`).
+    pub origin: String,
+    /// Size in bytes.
+    pub size: i64,
+    /// blake3 of the content, hex.
+    pub hash: String,
+    /// Records read.
+    pub records: i64,
+}
+
+/// How a file stands against the archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileState {
+    /// Never ingested.
+    New,
+    /// Ingested with the same size and hash: nothing to do.
+    Unchanged,
+    /// Ingested, but its content changed (grew or was rewritten).
+    Changed,
+}
+
+/// Compares a file's size and hash with what the archive recorded.
+pub fn file_state(
+    conn: &Connection,
+    path: &str,
+    size: i64,
+    hash: &str,
+) -> rusqlite::Result<FileState> {
+    let mut stmt = conn.prepare_cached("SELECT size, hash FROM source_files WHERE path = ?1")?;
+    let mut rows = stmt.query([path])?;
+    Ok(match rows.next()? {
+        None => FileState::New,
+        Some(row) => {
+            let (s, h): (i64, String) = (row.get(0)?, row.get(1)?);
+            if s == size && h == hash {
+                FileState::Unchanged
+            } else {
+                FileState::Changed
+            }
+        }
+    })
+}
+
+/// The source file that owns a session id, if any.
+pub fn session_owner(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<String>> {
+    let mut stmt = conn.prepare_cached("SELECT source_path FROM sessions WHERE session_id = ?1")?;
+    let mut rows = stmt.query([session_id])?;
+    rows.next()?.map(|r| r.get(0)).transpose()
+}
+
+/// Replaces everything `stamp.path` contributed with `sessions`, in one transaction, and bumps
+/// the generation. Returns the rows written.
+pub fn write_file(
+    conn: &mut Connection,
+    stamp: &FileStamp,
+    sessions: &[SessionRows],
+) -> rusqlite::Result<usize> {
+    let tx = conn.transaction()?;
+    delete_file_sessions(&tx, &stamp.path)?;
+    let mut rows = 0;
+    for s in sessions {
+        rows += insert_session(&tx, s, &stamp.path)?;
+    }
+    let generation = bump_generation(&tx).map_err(|e| match e {
+        quarry_providers::ArchiveError::Sqlite(e) => e,
+        other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+    })?;
+    tx.execute(
+        "INSERT INTO source_files (path, origin, size, hash, records, sessions, generation, ingested_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (path) DO UPDATE SET origin = excluded.origin, size = excluded.size,
+           hash = excluded.hash, records = excluded.records, sessions = excluded.sessions,
+           generation = excluded.generation, ingested_at_ms = excluded.ingested_at_ms",
+        params![
+            stamp.path,
+            stamp.origin,
+            stamp.size,
+            stamp.hash,
+            stamp.records,
+            sessions.len() as i64,
+            generation,
+            chrono::Utc::now().timestamp_millis()
+        ],
+    )?;
+    tx.commit()?;
+    Ok(rows)
+}
+
+fn delete_file_sessions(tx: &Transaction, path: &str) -> rusqlite::Result<()> {
+    let ids: Vec<String> = {
+        let mut stmt =
+            tx.prepare_cached("SELECT session_id FROM sessions WHERE source_path = ?1")?;
+        stmt.query_map([path], |r| r.get(0))?
+            .collect::<Result<_, _>>()?
+    };
+    for id in &ids {
+        tx.execute(
+            "DELETE FROM blocks_fts WHERE rowid IN (SELECT rowid FROM blocks WHERE session_id = ?1)",
+            [id],
+        )?;
+        for table in SESSION_CHILD_TABLES {
+            tx.prepare_cached(&format!("DELETE FROM {table} WHERE session_id = ?1"))?
+                .execute([id])?;
+        }
+        tx.execute("DELETE FROM delegations WHERE parent_session_id = ?1", [id])?;
+        tx.execute("DELETE FROM sessions WHERE session_id = ?1", [id])?;
+    }
+    Ok(())
+}
+
+fn insert_session(tx: &Transaction, s: &SessionRows, source_path: &str) -> rusqlite::Result<usize> {
+    let sid = s.session.session_id.as_str();
+    let r = &s.session;
+    tx.prepare_cached(
+        "INSERT INTO sessions (session_id, origin, native_id, owner, parent_session_id, root_session_id,
+            branch_type, title, cwd, repo, git_branch, model, created_at, updated_at, duration_ms,
+            message_count, word_count, user_messages, authored_user_messages, assistant_messages,
+            system_messages, tool_messages, tool_use_messages, thinking_messages, paste_messages,
+            user_words, authored_user_words, assistant_words, input_tokens, output_tokens,
+            cache_read_tokens, cache_write_tokens, reported_cost_usd, tags, source_path)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
+            ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,
+            (SELECT COALESCE(json_group_array(value), '[]') FROM
+               (SELECT DISTINCT value FROM assertions
+                WHERE target_ref = ?1 AND kind = 'tag' AND status = 'active' ORDER BY value)),
+            ?34)",
+    )?
+    .execute(params![
+        sid,
+        r.origin,
+        r.native_id,
+        r.owner,
+        r.parent_session_id,
+        r.root_session_id,
+        r.branch_type,
+        r.title,
+        r.cwd,
+        r.repo,
+        r.git_branch,
+        r.model,
+        r.created_at,
+        r.updated_at,
+        r.duration_ms,
+        r.message_count,
+        r.word_count,
+        r.user_messages,
+        r.authored_user_messages,
+        r.assistant_messages,
+        r.system_messages,
+        r.tool_messages,
+        r.tool_use_messages,
+        r.thinking_messages,
+        r.paste_messages,
+        r.user_words,
+        r.authored_user_words,
+        r.assistant_words,
+        r.input_tokens,
+        r.output_tokens,
+        r.cache_read_tokens,
+        r.cache_write_tokens,
+        r.reported_cost_usd,
+        source_path
+    ])?;
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO messages (message_id, session_id, position, role, type, material_origin, model,
+            occurred_at_ms, word_count, text, input_tokens, output_tokens, cache_read_tokens,
+            cache_write_tokens, duration_ms, stop_reason, is_sidechain, turn_id, turn_committed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+    )?;
+    for m in &s.messages {
+        stmt.execute(params![
+            m.message_id,
+            sid,
+            m.position,
+            m.role,
+            m.kind,
+            m.material_origin,
+            m.model,
+            m.occurred_at_ms,
+            m.word_count,
+            m.text,
+            m.tokens.map(|t| t.input),
+            m.tokens.map(|t| t.output),
+            m.tokens.map(|t| t.cache_read),
+            m.tokens.map(|t| t.cache_write),
+            m.duration_ms,
+            m.stop_reason,
+            m.is_sidechain,
+            s.turn_id(m.turn),
+            s.turn_committed(m.turn),
+        ])?;
+    }
+
+    let mut block_stmt = tx.prepare_cached(
+        "INSERT INTO blocks (block_id, message_id, session_id, position, type, text, tool_name, tool_id,
+            tool_input, tool_command, tool_path, is_error, exit_code, occurred_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    )?;
+    let mut fts_stmt =
+        tx.prepare_cached("INSERT INTO blocks_fts (rowid, search_text) VALUES (?1, ?2)")?;
+    for b in &s.blocks {
+        let d = &b.block;
+        block_stmt.execute(params![
+            b.block_id,
+            b.message_id,
+            sid,
+            b.position,
+            d.kind.as_str(),
+            d.text,
+            d.tool_name,
+            d.tool_id,
+            d.tool_input,
+            d.tool_command,
+            d.tool_path,
+            d.is_error,
+            d.exit_code,
+            b.occurred_at_ms,
+        ])?;
+        let text = search_text(&[
+            Some(&d.text),
+            d.tool_name.as_deref(),
+            d.tool_command.as_deref(),
+            d.tool_path.as_deref(),
+        ]);
+        if !text.is_empty() {
+            fts_stmt.execute(params![tx.last_insert_rowid(), text])?;
+        }
+    }
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO actions (action_id, session_id, message_id, tool_use_block_id, tool_result_block_id,
+            tool_name, semantic_type, tool_command, tool_path, tool_input, output_text, is_error,
+            exit_code, occurred_at_ms, duration_ms, followup_class, turn_id, turn_committed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+    )?;
+    for a in &s.actions {
+        stmt.execute(params![
+            a.action_id,
+            sid,
+            a.message_id,
+            a.tool_use_block_id,
+            a.tool_result_block_id,
+            a.tool_name,
+            a.semantic_type,
+            a.tool_command,
+            a.tool_path,
+            a.tool_input,
+            a.output_text,
+            a.is_error,
+            a.exit_code,
+            a.occurred_at_ms,
+            a.duration_ms,
+            a.followup_class,
+            s.turn_id(a.turn),
+            s.turn_committed(a.turn),
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO files (session_id, path, action_count, first_seen_ms, last_seen_ms, first_message_id,
+            first_tool_use_block_id, last_tool_use_block_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for f in &s.files {
+        stmt.execute(params![
+            sid,
+            f.path,
+            f.action_count,
+            f.first_seen_ms,
+            f.last_seen_ms,
+            f.first_message_id,
+            f.first_tool_use_block_id,
+            f.last_tool_use_block_id
+        ])?;
+    }
+
+    let run_id = format!("{sid}/run");
+    let last_time = r.updated_at;
+    tx.prepare_cached(
+        "INSERT INTO runs (run_id, session_id, role, agent, status, harness, cwd, git_branch, model,
+            started_at_ms, ended_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        run_id,
+        sid,
+        s.run_role,
+        s.run_agent,
+        s.run_status,
+        s.harness,
+        r.cwd,
+        r.git_branch,
+        r.model,
+        r.created_at,
+        last_time
+    ])?;
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO observed_events (event_id, session_id, kind, subject, object, handler, status,
+            delivery_state, summary, occurred_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'delivered', ?8, ?9)",
+    )?;
+    for o in &s.observed {
+        stmt.execute(params![
+            o.event_id,
+            sid,
+            o.kind,
+            o.subject,
+            o.object,
+            o.handler,
+            o.status,
+            o.summary,
+            o.occurred_at_ms
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO context_snapshots (snapshot_id, session_id, run_id, boundary, inheritance_mode,
+            segment, text, occurred_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for (k, c) in s.snapshots.iter().enumerate() {
+        stmt.execute(params![
+            format!("{sid}/ctx{k}"),
+            sid,
+            run_id,
+            c.boundary,
+            c.inheritance_mode,
+            c.segment,
+            c.text,
+            c.occurred_at_ms
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO delegations (delegation_id, parent_session_id, parent_message_id, child_session_id,
+            instruction, requested_model, dispatch_model, child_model, mapping_state, result_status,
+            is_error, exit_code, occurred_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, (SELECT model FROM sessions WHERE session_id = ?4), ?7, ?8, ?9, NULL, ?10)",
+    )?;
+    for d in &s.delegations {
+        stmt.execute(params![
+            d.delegation_id,
+            sid,
+            d.parent_message_id,
+            d.child_session_id,
+            d.instruction,
+            d.requested_model,
+            d.mapping_state,
+            d.result_status,
+            d.is_error,
+            d.occurred_at_ms
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO events_raw (session_id, seq, type, time, surface, turn_id, turn_committed, payload)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for e in &s.events {
+        stmt.execute(params![
+            sid,
+            e.seq,
+            e.event.kind,
+            e.event.time,
+            e.event.surface.as_str(),
+            s.turn_id(e.turn),
+            s.turn_committed(e.turn),
+            e.event.payload
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO turns (session_id, turn_id, started_at_ms, completed_at_ms, committed)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for t in &s.turns {
+        stmt.execute(params![
+            sid,
+            t.turn_id,
+            t.started_at_ms,
+            t.completed_at_ms,
+            t.committed
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO usage (session_id, message_id, request_id, model, input_tokens, output_tokens,
+            reasoning_tokens, cache_read_tokens, cache_write_tokens, occurred_at_ms, turn_id, turn_committed)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?;
+    for u in &s.usage {
+        stmt.execute(params![
+            sid,
+            u.message_id,
+            u.request_id,
+            u.model,
+            u.tokens.input,
+            u.tokens.output,
+            u.tokens.reasoning,
+            u.tokens.cache_read,
+            u.tokens.cache_write,
+            u.occurred_at_ms,
+            s.turn_id(u.turn),
+            s.turn_committed(u.turn)
+        ])?;
+    }
+    Ok(s.row_count())
+}
+
+/// Links delegations to child sessions ingested later (child model, mapping state) and lists
+/// subagent sessions whose parent session is not in the archive.
+pub fn link(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    conn.execute(
+        "UPDATE delegations SET child_model = (SELECT model FROM sessions WHERE session_id = child_session_id)
+         WHERE child_model IS NULL AND child_session_id IS NOT NULL
+           AND EXISTS (SELECT 1 FROM sessions WHERE session_id = child_session_id AND model IS NOT NULL)",
+        [],
+    )?;
+    let mut stmt = conn.prepare(
+        "SELECT session_id, parent_session_id FROM sessions s
+         WHERE parent_session_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.session_id = s.parent_session_id)
+         ORDER BY session_id",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}

@@ -1,0 +1,233 @@
+//! `quarry gen`: a deterministic synthetic corpus in the real Claude Code and Codex on-disk
+//! formats (realistic roles, tools, errors, subagents, repeated-usage lines, cumulative token
+//! counts, unfinished tails), so demos and benchmarks at any scale go through the real ingest
+//! path. `quarry demo` generates a small one and ingests it into a temporary archive.
+
+mod claude;
+mod codex;
+mod words;
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// How big a corpus to write.
+#[derive(Debug, Clone, Copy)]
+pub enum Size {
+    /// About this many messages in all (sessions are added until it is reached).
+    Messages(u64),
+    /// Exactly this many top-level sessions.
+    Sessions(u64),
+}
+
+/// What `generate` wrote.
+#[derive(Debug, Default, Serialize)]
+pub struct GenReport {
+    /// Top-level sessions (subagent files not counted).
+    pub sessions: u64,
+    /// Files written.
+    pub files: u64,
+    /// Logical messages (as ingest counts them), subagents included.
+    pub messages: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// A base instant for generated times: 2026-01-05T09:00:00Z.
+const BASE_MS: i64 = 1_767_603_600_000;
+
+/// Shared state of one generation run.
+pub(crate) struct Writer {
+    pub rng: ChaCha8Rng,
+    pub out: PathBuf,
+    pub report: GenReport,
+    pub clock_ms: i64,
+}
+
+impl Writer {
+    /// A random lowercase-hex id shaped like a UUID.
+    pub fn uuid(&mut self) -> String {
+        let hex: String = (0..32)
+            .map(|_| char::from_digit(self.rng.random_range(0..16), 16).unwrap_or('0'))
+            .collect();
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        )
+    }
+
+    /// A random alphanumeric id.
+    pub fn token(&mut self, len: usize) -> String {
+        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        (0..len)
+            .map(|_| char::from(ALPHABET[self.rng.random_range(0..ALPHABET.len())]))
+            .collect()
+    }
+
+    /// Advances the clock by a random number of milliseconds and returns RFC 3339 text.
+    pub fn tick(&mut self, min_ms: i64, max_ms: i64) -> String {
+        self.clock_ms += self.rng.random_range(min_ms..=max_ms);
+        rfc3339(self.clock_ms)
+    }
+
+    /// A sentence of `min..=max` words.
+    pub fn sentence(&mut self, min: usize, max: usize) -> String {
+        words::sentence(&mut self.rng, min, max)
+    }
+
+    /// Writes JSON lines to `path` (folders created) and counts them in the report.
+    pub fn write_lines(&mut self, path: &Path, lines: &[serde_json::Value]) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut file = BufWriter::new(std::fs::File::create(path)?);
+        let mut bytes = 0u64;
+        for line in lines {
+            let text = line.to_string();
+            bytes += text.len() as u64 + 1;
+            file.write_all(text.as_bytes())?;
+            file.write_all(b"\n")?;
+        }
+        file.flush()?;
+        self.report.files += 1;
+        self.report.bytes += bytes;
+        Ok(())
+    }
+}
+
+/// RFC 3339 text with milliseconds for epoch milliseconds.
+pub fn rfc3339(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// Writes a corpus of `size` into `out` from `seed`: `out/claude/projects/...` and
+/// `out/codex/sessions/YYYY/MM/DD/...`. The same seed and size write the same bytes.
+pub fn generate(out: &Path, size: Size, seed: u64) -> std::io::Result<GenReport> {
+    std::fs::create_dir_all(out)?;
+    let mut w = Writer {
+        rng: ChaCha8Rng::seed_from_u64(seed),
+        out: out.to_path_buf(),
+        report: GenReport::default(),
+        clock_ms: BASE_MS,
+    };
+    let mut index = 0u64;
+    loop {
+        let done = match size {
+            Size::Messages(n) => w.report.messages >= n,
+            Size::Sessions(n) => w.report.sessions >= n,
+        };
+        if done {
+            break;
+        }
+        // Sessions start a few hours apart, spread over weeks.
+        w.clock_ms = BASE_MS + index as i64 * 3_600_000 * 5 + w.rng.random_range(0..3_600_000);
+        if w.rng.random_bool(0.7) {
+            claude::session(&mut w)?;
+        } else {
+            codex::session(&mut w)?;
+        }
+        w.report.sessions += 1;
+        index += 1;
+    }
+    Ok(w.report)
+}
+
+/// `quarry demo`: generate, ingest into a temporary archive, show what it holds.
+pub fn demo(json: bool) -> Result<(), String> {
+    let dir = tempfile_dir().map_err(|e| format!("cannot create a temporary folder: {e}"))?;
+    let corpus = dir.join("corpus");
+    let report = generate(&corpus, Size::Sessions(40), 7).map_err(|e| e.to_string())?;
+    let mut archive =
+        quarry_providers::Archive::open(&dir.join("archive.db")).map_err(|e| e.to_string())?;
+    let summary = crate::ingest::ingest(
+        &mut archive,
+        &crate::ingest::IngestOptions {
+            paths: vec![corpus],
+            owner: Some("demo".into()),
+            progress: false,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let tables = archive.tables().map_err(|e| e.to_string())?;
+    if json {
+        let value = serde_json::json!({
+            "generated": report,
+            "ingest": summary.to_json(),
+            "tables": tables.iter().map(|t| serde_json::json!({"name": t.name, "rows": t.rows})).collect::<Vec<_>>(),
+        });
+        crate::cli::emit(&format!("{value}\n"));
+    } else {
+        let mut out = format!(
+            "quarry demo: generated {} synthetic sessions ({} files, {:.1} MB) in the real Claude Code and Codex formats\n\n",
+            report.sessions,
+            report.files,
+            report.bytes as f64 / 1e6
+        );
+        out.push_str(&summary.to_human());
+        out.push('\n');
+        for t in &tables {
+            out.push_str(&format!("  {:<18} {:>8} rows  {}\n", t.name, t.rows, t.doc));
+        }
+        out.push_str(&demo_facts(&archive).unwrap_or_default());
+        out.push_str(&format!(
+            "\n(archive at {}; removed on exit)\n",
+            archive.path().display()
+        ));
+        crate::cli::emit(&out);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn demo_facts(archive: &quarry_providers::Archive) -> rusqlite::Result<String> {
+    let conn = archive.conn();
+    let mut out = String::from("\nwhat the archive knows:\n");
+    let mut stmt = conn.prepare(
+        "SELECT semantic_type, COUNT(*), SUM(is_error) FROM actions GROUP BY semantic_type ORDER BY 2 DESC",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, i64>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (kind, n, errors) = row?;
+        out.push_str(&format!("  actions {kind:<10} {n:>6} ({errors} errors)\n"));
+    }
+    let (input, output, cache): (i64, i64, i64) = conn.query_row(
+        "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens) FROM usage",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    out.push_str(&format!(
+        "  tokens: {input} input, {output} output, {cache} cache reads (each response counted once)\n"
+    ));
+    let (subagents, uncommitted): (i64, i64) = conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM sessions WHERE parent_session_id IS NOT NULL),
+                (SELECT COUNT(*) FROM turns WHERE committed = 0)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    out.push_str(&format!(
+        "  {subagents} subagent sessions linked to their parents; {uncommitted} unfinished turns hidden from events\n"
+    ));
+    Ok(out)
+}
+
+fn tempfile_dir() -> std::io::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("quarry-demo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
