@@ -1,1 +1,7 @@
+//! quarry's end-to-end tests: one binary, one module per topic.
 
+mod bad_input;
+mod ingest_corpus;
+mod oracle;
+mod support;
+mod synth;

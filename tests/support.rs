@@ -1,0 +1,87 @@
+//! Shared helpers of the integration tests: locating `../shared`, running the binary, opening
+//! archives.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `../shared` beside the checkout, or `None` (with a notice) when it is absent outside CI.
+/// Under `CI=true` a missing folder fails the test.
+pub fn shared() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("shared");
+    if dir.join("corpus").is_dir() {
+        return Some(dir);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("../shared/corpus is missing under CI: {}", dir.display());
+    }
+    eprintln!("notice: {} not found; skipping this test", dir.display());
+    None
+}
+
+/// The corpus folder.
+pub fn corpus() -> Option<PathBuf> {
+    shared().map(|s| s.join("corpus"))
+}
+
+/// Runs the quarry binary with `args`.
+pub fn quarry(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(args)
+        .env_remove("QUARRY_ARCHIVE")
+        .output()
+        .expect("run quarry")
+}
+
+/// Runs quarry and parses its stdout as JSON, asserting success.
+pub fn quarry_json(args: &[&str]) -> serde_json::Value {
+    let out = quarry(args);
+    assert!(
+        out.status.success(),
+        "quarry {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+/// Ingests `paths` into `archive` with `--format json` and returns the summary.
+pub fn ingest(archive: &Path, paths: &[&Path]) -> serde_json::Value {
+    let mut args = vec![
+        "--archive".to_string(),
+        archive.display().to_string(),
+        "--format".into(),
+        "json".into(),
+        "ingest".into(),
+    ];
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    quarry_json(&refs)
+}
+
+/// A read-only connection to an archive.
+pub fn open(archive: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(archive, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .expect("open archive")
+}
+
+/// One integer from a query.
+pub fn scalar(conn: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
+    conn.query_row(sql, params, |r| r.get::<_, Option<i64>>(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .unwrap_or(0)
+}
+
+/// Row counts of every archive table.
+pub fn table_counts(conn: &rusqlite::Connection) -> Vec<(String, i64)> {
+    quarry_providers::TABLES
+        .iter()
+        .map(|t| {
+            (
+                t.name.to_string(),
+                scalar(conn, &format!("SELECT COUNT(*) FROM {}", t.name), []),
+            )
+        })
+        .collect()
+}
