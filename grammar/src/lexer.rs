@@ -199,7 +199,8 @@ pub fn lex(query: &str) -> Result<Vec<Token>, Diagnostic> {
                             "this quoted string has no closing quote",
                         )
                         .expected(["`\"`"])
-                        .found("end of query"));
+                        .found("end of query")
+                        .correction(format!("{query}\"")));
                     }
                 }
             }

@@ -512,7 +512,7 @@ impl<'q> Parser<'q> {
                     "expected a predicate here",
                     &["`field:value`", "`(`", "`NOT`", "`exists`", "`~\"text\"`"],
                 );
-                Err(d)
+                Err(self.drop_dangling_operator(d))
             }
         }
     }
@@ -616,7 +616,7 @@ impl<'q> Parser<'q> {
                 span,
             });
         }
-        if is_ident(&w) && self.value_missing_after(1) {
+        if is_ident(&w) && self.value_missing_after(1) && is_known_field(&w) {
             let example = field_example_value(&w);
             let d = Diagnostic::new(
                 C::MissingValue,
@@ -635,7 +635,28 @@ impl<'q> Parser<'q> {
         .expected(["`field:value`", "`~\"text\"`", "`NOT`", "`(`"])
         .found(format!("`{w}`"))
         .hint("use `field:value`, or `~\"...\"` for full-text search");
-        Err(d.replace(self.q, span, &format!("~\"{}\"", w.replace('"', ""))))
+        Err(d.replace(self.q, span, &format!("text:\"{}\"", w.replace('"', ""))))
+    }
+
+    /// At the end of a predicate after `AND`/`OR`/`NOT`: the correction drops the operator.
+    fn drop_dangling_operator(&self, d: Diagnostic) -> Diagnostic {
+        let prev = self.pos.checked_sub(1).and_then(|i| self.toks.get(i));
+        match prev {
+            Some(Token {
+                kind: TokenKind::Word(w),
+                span,
+            }) if matches!(w.as_str(), "AND" | "OR" | "NOT") => {
+                let head = self.q.get(..span.start).unwrap_or("").trim_end();
+                let tail = self.q.get(self.peek().span.start..).unwrap_or("");
+                let fixed = format!("{head} {tail}").trim().to_string();
+                if fixed.is_empty() {
+                    d
+                } else {
+                    d.correction(fixed)
+                }
+            }
+            _ => d,
+        }
     }
 
     fn value_missing_after(&self, n: usize) -> bool {
@@ -1568,4 +1589,10 @@ pub(crate) fn example_clause(unit: &str) -> String {
         .or_else(|| u.fields.first())
         .map(|f| f.example.to_string())
         .unwrap_or_else(|| "id:VALUE".to_string())
+}
+
+/// Whether some unit (or `session.`) has a field of that name.
+fn is_known_field(name: &str) -> bool {
+    let bare = name.strip_prefix("session.").unwrap_or(name);
+    registry::UNITS.iter().any(|u| u.field(bare).is_some())
 }

@@ -860,8 +860,8 @@ impl<'q> Resolver<'q> {
             C::SessionOnlyPredicate,
             e.span,
             format!(
-                "{what} selects sessions and cannot be used in a {} predicate",
-                unit.singular
+                "{what} cannot be used in a predicate over {}: it selects sessions",
+                unit.name
             ),
         )
         .hint(format!(
@@ -869,10 +869,33 @@ impl<'q> Resolver<'q> {
             unit.name
         ));
         // Correction: drop the clause if it is one operand of the query's only AND at top level.
-        match self.remove_operand(e.span) {
+        match self
+            .remove_operand(e.span)
+            .or_else(|| self.to_scope_form(e.span, unit))
+        {
             Some(fixed) => d.correction(fixed),
             None => d,
         }
+    }
+
+    /// `<unit> where <clause> REST` → `sessions where <clause> | <unit> REST`.
+    fn to_scope_form(&self, span: Span, unit: &Unit) -> Option<String> {
+        let head = format!("{} where ", unit.name);
+        let before = self.q.get(..span.start)?;
+        if before.trim_start() != head {
+            return None;
+        }
+        let clause = span.text(self.q);
+        let rest = self.q.get(span.end..)?.trim_start();
+        if !(rest.is_empty() || rest.starts_with('|')) {
+            return None;
+        }
+        let rest = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(" {rest}")
+        };
+        Some(format!("sessions where {clause} | {}{rest}", unit.name))
     }
 
     /// The query without the clause at `span` and its `AND` (when that leaves a valid shape).
@@ -941,6 +964,19 @@ impl<'q> Resolver<'q> {
             }
             self.err(d);
             return None;
+        }
+        if !ctx.session_level && unit.field(&fref.name).is_none() {
+            if let Some(f) = unit_def(UnitId::Sessions).field(&fref.name) {
+                if f.source == Source::Lane {
+                    let e = Expr {
+                        kind: ExprKind::Field(fc.clone()),
+                        span: fc.span,
+                    };
+                    let d = self.session_only_diag(&e, ctx, &format!("`{}:`", f.name));
+                    self.err(d);
+                    return None;
+                }
+            }
         }
         if let Some(f) = unit.field(&fref.name) {
             if matches!(f.kind, FieldKind::Semantic | FieldKind::Lineage)
@@ -1031,7 +1067,10 @@ impl<'q> Resolver<'q> {
                 .hint(format!("did you mean `{best}`?"))
                 .replace(self.q, fref.span, best);
         } else if !known_somewhere && !fc.field.session {
-            d = d.hint("to search for text containing `:`, quote it: \"a:b\"");
+            let text = fc.span.text(self.q).replace('"', "");
+            d = d
+                .hint("to search for text containing `:`, quote it: \"a:b\"")
+                .replace(self.q, fc.span, &format!("\"{text}\""));
         }
         d
     }
@@ -1154,7 +1193,7 @@ impl<'q> Resolver<'q> {
                         C::InvalidValue,
                         fc.span,
                         format!(
-                            "alternatives `(a|b)` need a text field; `{name}` is a {}",
+                            "alternatives `(a|b)` need a text field; `{name}` is of kind {}",
                             field.kind.as_str()
                         ),
                     )
@@ -1197,7 +1236,7 @@ impl<'q> Resolver<'q> {
             C::ComparisonOnTextField,
             fc.span,
             format!(
-                "`{name}` is a {} field; comparisons (`=`, `>=`, `between`) apply to counts, numbers and dates",
+                "`{name}` is a text field ({}); comparisons (`=`, `>=`, `between`) apply to counts, numbers and dates",
                 field.kind.as_str()
             ),
         )
@@ -1719,7 +1758,8 @@ impl<'q> Resolver<'q> {
             )
             .found(format!("`{}`", fref.display()))
             .supported(candidates.iter().map(|c| format!("{prefix}{c}")));
-            if let Some(best) = closest(&fref.name, &candidates).or(candidates.first().copied()) {
+            let first = purpose.first_candidate(owner);
+            if let Some(best) = closest(&fref.name, &candidates).or(first) {
                 d = d.replace(self.q, fref.span, &format!("{prefix}{best}"));
             }
             self.err(d);
@@ -1819,6 +1859,25 @@ impl<'q> Resolver<'q> {
             AggFunction::CountDistinct => Purpose::Distinct,
             _ => Purpose::Metric,
         };
+        if purpose == Purpose::Metric && self.is_plain_column(fref, unit) {
+            let d = Diagnostic::new(
+                C::NotAMetric,
+                fref.span,
+                format!(
+                    "`{}` is not numeric; `{fname}` needs a count or number field",
+                    fref.display()
+                ),
+            )
+            .found(format!("`{}`", fref.display()))
+            .supported(Purpose::Metric.candidates(unit))
+            .hint(format!(
+                "count its distinct values with `count_distinct:{}`, or group by it",
+                fref.display()
+            ))
+            .replace(self.q, m.function.span, "count_distinct");
+            self.err(d);
+            return None;
+        }
         let column = self.column_ref(fref, unit, purpose)?;
         // booleans only in sum/avg
         let owner = if column.scope == FieldScope::Session {
@@ -1855,6 +1914,23 @@ impl<'q> Resolver<'q> {
             label: format!("{fn_label}_{}", fref.display().replace('.', "_")),
             column: Some(column),
         })
+    }
+
+    /// The query without the bracket `[...]` around `span`.
+    fn drop_bracket(&self, span: Span) -> Option<String> {
+        let open = self.q.get(..span.start)?.rfind('[')?;
+        let close = span.end + self.q.get(span.end..)?.find(']')?;
+        splice(self.q, Span::new(open, close + 1), "")
+    }
+
+    /// A field with a column of its own that is not numeric.
+    fn is_plain_column(&self, fref: &FieldRef, unit: &'static Unit) -> bool {
+        let f = if fref.session {
+            session_scoped_field(&fref.name)
+        } else {
+            unit.field(&fref.name)
+        };
+        f.is_some_and(|f| f.source.column().is_some() && !f.metric)
     }
 
     fn sort_key(
@@ -1997,6 +2073,8 @@ impl<'q> Resolver<'q> {
                         .supported(unit.bracket_fields.iter().copied());
                         if let Some(best) = closest(&field.text, unit.bracket_fields) {
                             d = d.replace(self.q, field.span, best);
+                        } else if let Some(fixed) = self.drop_bracket(field.span) {
+                            d = d.correction(fixed);
                         }
                         self.err(d);
                     }
@@ -2041,6 +2119,17 @@ impl Purpose {
             Purpose::Sort => "sort keys",
             Purpose::Distinct => "distinct counts",
         }
+    }
+
+    fn first_candidate(self, unit: &Unit) -> Option<&'static str> {
+        unit.fields
+            .iter()
+            .find(|f| match self {
+                Purpose::Group => f.groupable,
+                Purpose::Metric => f.metric && !f.is_bool(),
+                _ => f.source.column().is_some(),
+            })
+            .map(|f| f.name)
     }
 
     fn candidates(self, unit: &Unit) -> Vec<&'static str> {
