@@ -160,11 +160,11 @@ fn unit_examples(u: &'static registry::Unit) -> Vec<Example> {
         format!("{} where session.repo:acme AND session.since:7d", u.name),
     );
     if u.id != UnitId::Usage && u.singular != u.name {
-        push(
-            &mut out,
-            "exists",
-            format!("sessions where exists {}({clause})", u.singular),
-        );
+        out.push(Example {
+            unit: "sessions",
+            form: "exists",
+            query: format!("sessions where exists {}({clause})", u.singular),
+        });
     }
     out
 }
