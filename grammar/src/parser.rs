@@ -5,6 +5,8 @@
 //! diagnostic and a correction. Which fields exist is `resolve`'s concern; this module only asks
 //! the registry which words are unit names (a unit prefix is never read as free text).
 
+#![allow(clippy::result_large_err)] // one Diagnostic per failed parse; boxing buys nothing here
+
 use crate::ast::*;
 use crate::diagnostic::{Diagnostic, DiagnosticCode as C, Diagnostics};
 use crate::lexer::{CmpOp, Token, TokenKind, lex};
@@ -388,18 +390,18 @@ impl<'q> Parser<'q> {
 
     /// In a `where` predicate, a clause directly after a clause is an error (no implicit AND).
     fn check_where_continuation(&self) -> PResult<()> {
-        if let Some(w) = self.peek_word() {
-            if matches!(w, "and" | "or" | "not") {
-                let upper = w.to_ascii_uppercase();
-                let d = Diagnostic::new(
-                    C::LowercaseOperator,
-                    self.peek().span,
-                    format!("Boolean operators are written in upper case: `{upper}`"),
-                )
-                .expected(["`AND`", "`OR`", "`|`", "end of query"])
-                .found(self.peek().describe());
-                return Err(d.replace(self.q, self.peek().span, &upper));
-            }
+        if let Some(w) = self.peek_word()
+            && matches!(w, "and" | "or" | "not")
+        {
+            let upper = w.to_ascii_uppercase();
+            let d = Diagnostic::new(
+                C::LowercaseOperator,
+                self.peek().span,
+                format!("Boolean operators are written in upper case: `{upper}`"),
+            )
+            .expected(["`AND`", "`OR`", "`|`", "end of query"])
+            .found(self.peek().describe());
+            return Err(d.replace(self.q, self.peek().span, &upper));
         }
         if self.starts_clause(false) {
             let d = Diagnostic::new(
@@ -421,7 +423,7 @@ impl<'q> Parser<'q> {
             TokenKind::Str(_) | TokenKind::Tilde | TokenKind::Minus | TokenKind::LParen => true,
             TokenKind::Word(w) => match w.as_str() {
                 "AND" | "OR" => false,
-                "with" => compact && !self.word_at(1).is_some_and(|u| unit_by_name(u).is_some()),
+                "with" => compact && self.word_at(1).is_none_or(|u| unit_by_name(u).is_none()),
                 _ => true,
             },
             _ => false,
@@ -592,10 +594,10 @@ impl<'q> Parser<'q> {
             return Err(self.insert_here(d, "| "));
         }
         // field:value
-        if let Some((name, rest)) = w.split_once(':') {
-            if is_ident(name) {
-                return self.colon_clause(name, rest, span);
-            }
+        if let Some((name, rest)) = w.split_once(':')
+            && is_ident(name)
+        {
+            return self.colon_clause(name, rest, span);
         }
         // readable comparison: field OP value / field between A and B
         if is_ident(&w) {
@@ -1170,7 +1172,7 @@ impl<'q> Parser<'q> {
             let t = self.peek().clone();
             let key = match &t.kind {
                 TokenKind::Word(w) => match w.split_once(':') {
-                    Some((name, bucket)) if name == "time" => {
+                    Some(("time", bucket)) => {
                         self.bump();
                         GroupKey::Time {
                             bucket: Name {
@@ -1562,10 +1564,10 @@ pub(crate) fn field_example_value(name: &str) -> String {
     let bare = name.strip_prefix("session.").unwrap_or(name);
     for unit in registry::UNITS {
         if let Some(f) = unit.field(bare) {
-            if let Some((_, v)) = f.example.split_once(':') {
-                if !v.starts_with(['>', '<', '=']) {
-                    return v.to_string();
-                }
+            if let Some((_, v)) = f.example.split_once(':')
+                && !v.starts_with(['>', '<', '='])
+            {
+                return v.to_string();
             }
             return match f.kind {
                 registry::FieldKind::Date => "2026-01-01".into(),

@@ -516,10 +516,10 @@ pub fn parse_date(s: &str) -> Option<DateLit> {
     if day == 0 || day > max_day {
         return None;
     }
-    if let Some(t) = time {
-        if !valid_time(t) {
-            return None;
-        }
+    if let Some(t) = time
+        && !valid_time(t)
+    {
+        return None;
     }
     Some(DateLit::Absolute {
         text: s.to_string(),
@@ -567,10 +567,10 @@ pub fn resolve(query_text: &str, query: &Query) -> Result<Resolved, Diagnostics>
         diags: Vec::new(),
     };
     let resolved = r.query(query);
-    if r.diags.is_empty() {
-        if let Some(res) = resolved {
-            return Ok(res);
-        }
+    if r.diags.is_empty()
+        && let Some(res) = resolved
+    {
+        return Ok(res);
     }
     let mut diags: Vec<Diagnostic> = r.diags.into_iter().map(|d| d.locate(query_text)).collect();
     if diags.is_empty() {
@@ -635,40 +635,38 @@ impl<'q> Resolver<'q> {
         };
         let mut rest: &[ast::Stage] = &query.stages;
         // scope form: sessions ... | <unit> where Q
-        if let Some((first, tail)) = query.stages.split_first() {
-            if let StageKind::Unit {
+        if let Some((first, tail)) = query.stages.split_first()
+            && let StageKind::Unit {
                 unit: uname,
                 predicate,
             } = &first.kind
-            {
-                if head_unit.id == UnitId::Sessions {
-                    rest = tail;
-                    match unit_by_name(&uname.text) {
-                        Some(u) => {
-                            unit = u;
-                            form = QueryForm::Scope;
-                            if let Some(p) = head_pred.clone() {
-                                stages_out.push(PipelineStage::SessionScope { predicate: p });
-                            }
-                            stages_out.push(source_stage(u));
-                            if let Some(e) = predicate {
-                                let ctx = Ctx {
-                                    unit: u.id,
-                                    session_level: u.id == UnitId::Sessions,
-                                    negated: false,
-                                };
-                                if let Some(p) = self.expr(e, ctx) {
-                                    stages_out.push(PipelineStage::Filter { predicate: p });
-                                }
-                            }
+            && head_unit.id == UnitId::Sessions
+        {
+            rest = tail;
+            match unit_by_name(&uname.text) {
+                Some(u) => {
+                    unit = u;
+                    form = QueryForm::Scope;
+                    if let Some(p) = head_pred.clone() {
+                        stages_out.push(PipelineStage::SessionScope { predicate: p });
+                    }
+                    stages_out.push(source_stage(u));
+                    if let Some(e) = predicate {
+                        let ctx = Ctx {
+                            unit: u.id,
+                            session_level: u.id == UnitId::Sessions,
+                            negated: false,
+                        };
+                        if let Some(p) = self.expr(e, ctx) {
+                            stages_out.push(PipelineStage::Filter { predicate: p });
                         }
-                        None => self.err(Diagnostic::new(
-                            C::UnknownUnit,
-                            uname.span,
-                            format!("`{}` is not a unit", uname.text),
-                        )),
                     }
                 }
+                None => self.err(Diagnostic::new(
+                    C::UnknownUnit,
+                    uname.span,
+                    format!("`{}` is not a unit", uname.text),
+                )),
             }
         }
         if form != QueryForm::Scope {
@@ -965,35 +963,34 @@ impl<'q> Resolver<'q> {
             self.err(d);
             return None;
         }
-        if !ctx.session_level && unit.field(&fref.name).is_none() {
-            if let Some(f) = unit_def(UnitId::Sessions).field(&fref.name) {
-                if f.source == Source::Lane {
-                    let e = Expr {
-                        kind: ExprKind::Field(fc.clone()),
-                        span: fc.span,
-                    };
-                    let d = self.session_only_diag(&e, ctx, &format!("`{}:`", f.name));
-                    self.err(d);
-                    return None;
-                }
-            }
+        if !ctx.session_level
+            && unit.field(&fref.name).is_none()
+            && let Some(f) = unit_def(UnitId::Sessions).field(&fref.name)
+            && f.source == Source::Lane
+        {
+            let e = Expr {
+                kind: ExprKind::Field(fc.clone()),
+                span: fc.span,
+            };
+            let d = self.session_only_diag(&e, ctx, &format!("`{}:`", f.name));
+            self.err(d);
+            return None;
         }
         if let Some(f) = unit.field(&fref.name) {
-            if matches!(f.kind, FieldKind::Semantic | FieldKind::Lineage)
-                || f.source == Source::Lane
+            if (matches!(f.kind, FieldKind::Semantic | FieldKind::Lineage)
+                || f.source == Source::Lane)
+                && !ctx.session_level
             {
-                if !ctx.session_level {
-                    let d = self.session_only_diag(
-                        &Expr {
-                            kind: ExprKind::Field(fc.clone()),
-                            span: fc.span,
-                        },
-                        ctx,
-                        &format!("`{}:`", f.name),
-                    );
-                    self.err(d);
-                    return None;
-                }
+                let d = self.session_only_diag(
+                    &Expr {
+                        kind: ExprKind::Field(fc.clone()),
+                        span: fc.span,
+                    },
+                    ctx,
+                    &format!("`{}:`", f.name),
+                );
+                self.err(d);
+                return None;
             }
             return Some((f, FieldScope::Own));
         }
@@ -1043,23 +1040,23 @@ impl<'q> Resolver<'q> {
                 .replace(self.q, fc.span, &format!("contains:{value}"));
         }
         // 3. sessions: a child unit's field → exists <unit>(...)
-        if unit.id == UnitId::Sessions && ctx.session_level {
-            if let Some(child) = registry::UNITS
+        if unit.id == UnitId::Sessions
+            && ctx.session_level
+            && let Some(child) = registry::UNITS
                 .iter()
                 .find(|u| u.id != UnitId::Sessions && u.field(name).is_some())
-            {
-                let clause = fc.span.text(self.q);
-                return d
-                    .hint(format!(
-                        "`{name}` is a field of {}: test it with `exists {}(...)`",
-                        child.name, child.singular
-                    ))
-                    .replace(
-                        self.q,
-                        fc.span,
-                        &format!("exists {}({clause})", child.singular),
-                    );
-            }
+        {
+            let clause = fc.span.text(self.q);
+            return d
+                .hint(format!(
+                    "`{name}` is a field of {}: test it with `exists {}(...)`",
+                    child.name, child.singular
+                ))
+                .replace(
+                    self.q,
+                    fc.span,
+                    &format!("exists {}({clause})", child.singular),
+                );
         }
         // 4. did you mean
         if let Some(best) = closest(name, &names) {
@@ -1152,12 +1149,12 @@ impl<'q> Resolver<'q> {
 
     fn lineage(&mut self, fc: &FieldClause, _ctx: Ctx) -> Option<Pred> {
         if let FieldTest::Match { value } = &fc.test {
-            if let Some(id) = value.text.strip_prefix("id:") {
-                if !id.is_empty() {
-                    return Some(Pred::Lineage {
-                        session_id: id.to_string(),
-                    });
-                }
+            if let Some(id) = value.text.strip_prefix("id:")
+                && !id.is_empty()
+            {
+                return Some(Pred::Lineage {
+                    session_id: id.to_string(),
+                });
             }
             let d = Diagnostic::new(
                 C::InvalidRef,
@@ -1185,7 +1182,7 @@ impl<'q> Resolver<'q> {
     fn test(&mut self, fc: &FieldClause, field: &Field) -> Option<Test> {
         let name = fc.field.display();
         match &fc.test {
-            FieldTest::Match { value } => self.match_value(fc, field, &[value.clone()]),
+            FieldTest::Match { value } => self.match_value(fc, field, std::slice::from_ref(value)),
             FieldTest::AnyOf { values } => {
                 if field.kind.is_ordered() || field.kind == FieldKind::Bool {
                     let first = values.first().map(|v| v.text.clone()).unwrap_or_default();
@@ -1591,10 +1588,10 @@ impl<'q> Resolver<'q> {
         let offset_pos = out
             .iter()
             .position(|s| matches!(s, PipelineStage::Offset { .. }));
-        if let (Some(l), Some(o)) = (limit_pos, offset_pos) {
-            if l < o {
-                out.swap(l, o);
-            }
+        if let (Some(l), Some(o)) = (limit_pos, offset_pos)
+            && l < o
+        {
+            out.swap(l, o);
         }
         aggregated
     }
@@ -1885,25 +1882,24 @@ impl<'q> Resolver<'q> {
         } else {
             unit
         };
-        if let Some(f) = owner.field(&column.field) {
-            if f.is_bool()
-                && !matches!(
-                    function,
-                    AggFunction::Sum | AggFunction::Avg | AggFunction::CountDistinct
-                )
-            {
-                let d = Diagnostic::new(
-                    C::NotAMetric,
-                    fref.span,
-                    format!(
-                        "`{}` is a boolean; booleans count as 0/1 in `sum` and `avg` only",
-                        fref.display()
-                    ),
-                )
-                .replace(self.q, m.function.span, "avg");
-                self.err(d);
-                return None;
-            }
+        if let Some(f) = owner.field(&column.field)
+            && f.is_bool()
+            && !matches!(
+                function,
+                AggFunction::Sum | AggFunction::Avg | AggFunction::CountDistinct
+            )
+        {
+            let d = Diagnostic::new(
+                C::NotAMetric,
+                fref.span,
+                format!(
+                    "`{}` is a boolean; booleans count as 0/1 in `sum` and `avg` only",
+                    fref.display()
+                ),
+            )
+            .replace(self.q, m.function.span, "avg");
+            self.err(d);
+            return None;
         }
         let fn_label = match function {
             AggFunction::Percentile(n) => format!("p{n}"),
