@@ -194,9 +194,14 @@ CREATE TABLE blocks (
 );
 CREATE INDEX blocks_session ON blocks (session_id);
 
--- Full-text index over each block's search text (text + tool + command + path), rowid = blocks.rowid.
+-- Full-text index over each block's search text (text + tool + command + path), rowid =
+-- blocks.rowid. External content: the text lives once, in `blocks`; the index holds the terms of
+-- the values with l-stroke folded to l (unicode61 has no decomposition for it), so a delete
+-- passes the same folded values (see `FTS_DELETE_SESSION`).
 CREATE VIRTUAL TABLE blocks_fts USING fts5 (
-    search_text,
+    text, tool_name, tool_command, tool_path,
+    content = 'blocks',
+    content_rowid = 'rowid',
     tokenize = 'unicode61 remove_diacritics 2'
 );
 
@@ -353,6 +358,19 @@ CREATE TABLE usage (
 );
 CREATE INDEX usage_session ON usage (session_id);
 "#;
+
+/// Removes one session's blocks (`?1` = session id) from the full-text index; run before the
+/// blocks themselves are deleted.
+pub const FTS_DELETE_SESSION: &str =
+    "INSERT INTO blocks_fts (blocks_fts, rowid, text, tool_name, tool_command, tool_path)
+     SELECT 'delete', rowid, replace(replace(text, 'ł', 'l'), 'Ł', 'L'),
+            replace(replace(tool_name, 'ł', 'l'), 'Ł', 'L'),
+            replace(replace(tool_command, 'ł', 'l'), 'Ł', 'L'),
+            replace(replace(tool_path, 'ł', 'l'), 'Ł', 'L')
+     FROM blocks
+     WHERE session_id = ?1
+       AND (text != '' OR COALESCE(tool_name, '') != '' OR COALESCE(tool_command, '') != ''
+            OR COALESCE(tool_path, '') != '')";
 
 /// Tables whose rows belong to one session through a `session_id` column: replacing or
 /// deleting a session touches exactly these (plus `blocks_fts`, keyed by block rowid).

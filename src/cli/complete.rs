@@ -23,7 +23,8 @@ pub fn run(examples: bool, errors: bool, json: bool) -> i32 {
                 serde_json::to_value(quarry_grammar::complete::errors()).unwrap_or_default(),
             );
         }
-        let text = serde_json::to_string_pretty(&serde_json::Value::Object(obj)).unwrap_or_default();
+        let text =
+            serde_json::to_string_pretty(&serde_json::Value::Object(obj)).unwrap_or_default();
         format!("{text}\n")
     } else {
         let mut text = String::new();

@@ -1,9 +1,11 @@
 //! The command line: flags and verbs (clap), and the one place that maps outcomes to exit codes
 //! (0 success, 1 runtime failure, 2 usage or query error). A closed pipe is not an error.
 
+mod complete;
+mod explain;
 mod tables;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -55,6 +57,21 @@ pub enum Command {
     },
     /// The catalog: every table with its exact row count and columns.
     Tables,
+    /// Parse and resolve a query (no archive needed): the typed AST and its pipeline stages.
+    Explain {
+        /// The query, e.g. 'messages where role:assistant | group by role | count'.
+        #[arg(allow_hyphen_values = true)]
+        query: String,
+    },
+    /// Parser-valid examples per unit and form, or typical mistakes with their corrections.
+    Complete {
+        /// List examples (the default).
+        #[arg(long)]
+        examples: bool,
+        /// List typical mistakes with their diagnostic and correction.
+        #[arg(long)]
+        errors: bool,
+    },
     /// Write a deterministic synthetic corpus in the real Claude Code and Codex formats.
     Gen {
         /// About this many messages in all.
@@ -139,7 +156,9 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("error: {}", f.message);
+            if !f.message.is_empty() {
+                eprintln!("error: {}", f.message);
+            }
             ExitCode::from(f.code)
         }
     }
@@ -220,6 +239,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Explain { query } => {
+            let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            exit_with(explain::run(&query, json, color))
+        }
+        Command::Complete { examples, errors } => exit_with(complete::run(examples, errors, json)),
         Command::Demo => crate::synth::demo(json).map_err(Failure::runtime),
         Command::Tag { session, tag } => {
             let mut archive = open_archive(cli.archive)?;
@@ -263,6 +287,21 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+    }
+}
+
+/// Maps a verb's exit code to a result (2: the message was already printed).
+fn exit_with(code: i32) -> Result<(), Failure> {
+    match code {
+        0 => Ok(()),
+        2 => Err(Failure {
+            code: 2,
+            message: String::new(),
+        }),
+        other => Err(Failure {
+            code: other.clamp(1, 255) as u8,
+            message: String::new(),
+        }),
     }
 }
 

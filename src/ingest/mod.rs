@@ -19,6 +19,7 @@ pub mod model;
 pub mod store;
 pub mod summary;
 pub mod text;
+pub mod writer;
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -30,7 +31,6 @@ use rusqlite::{Connection, OpenFlags};
 
 use quarry_providers::Archive;
 
-use self::derive::SessionRows;
 use self::detect::Format;
 use self::discover::Candidate;
 use self::model::{Diagnostic, ParsedFile};
@@ -70,12 +70,7 @@ pub enum IngestError {
 /// One unit of work handed from the parser thread to the writer.
 enum Work {
     /// A file to (re)write.
-    Write {
-        stamp: FileStamp,
-        state: FileState,
-        sessions: Vec<SessionRows>,
-        parsed: ParsedFile,
-    },
+    Write(writer::PendingFile),
     /// A file that needs nothing (unchanged) or cannot be ingested (unsupported, unreadable).
     Skip {
         bytes: u64,
@@ -122,6 +117,10 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
     let parser =
         std::thread::spawn(move || parse_all(candidates, &archive_path, owner.as_deref(), sender));
 
+    let mut writer = writer::Writer::new();
+    archive
+        .conn()
+        .pragma_update(None, "wal_autocheckpoint", 16384)?;
     let mut write_error = None;
     for work in receiver {
         match work {
@@ -141,54 +140,25 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
                 summary.diagnostics.extend(diagnostics);
                 progress.inc(bytes);
             }
-            Work::Write {
-                stamp,
-                state,
-                sessions,
-                parsed,
-            } => {
+            Work::Write(file) => {
                 summary.files_seen += 1;
-                summary.bytes += stamp.size as u64;
-                summary.records += parsed.records;
-                progress.inc(stamp.size as u64);
-                match store::write_file(archive.conn_mut(), &stamp, &sessions) {
-                    Ok(rows) => {
-                        summary.rows_written += rows;
-                        match state {
-                            FileState::Changed => summary.files_changed += 1,
-                            _ => summary.files_new += 1,
-                        }
-                        for s in &sessions {
-                            *summary
-                                .sessions_ingested
-                                .entry(s.session.origin.to_string())
-                                .or_default() += 1;
-                        }
-                        for (kind, n) in parsed.unknown_records {
-                            *summary.unknown_records.entry(kind).or_default() += n;
-                        }
-                        summary.diagnostics.extend(parsed.diagnostics);
-                    }
-                    Err(e) => {
-                        summary.files_failed += 1;
-                        summary.diagnostics.push(Diagnostic {
-                            file: stamp.path.clone(),
-                            line: None,
-                            kind: "write_failed",
-                            reason: format!("not written, the archive keeps its previous state for this file: {e}"),
-                        });
-                        if is_fatal(&e) {
-                            write_error = Some(e);
-                            break;
-                        }
-                    }
-                }
+                summary.bytes += file.stamp.size as u64;
+                progress.inc(file.stamp.size as u64);
                 progress.set_message(format!(
                     "{} files, {} records",
                     summary.files_seen, summary.records
                 ));
+                if let Err(e) = writer.push(archive.conn(), file, &mut summary) {
+                    write_error = Some(e);
+                    break;
+                }
             }
         }
+    }
+    if write_error.is_none()
+        && let Err(e) = writer.finish(archive.conn(), &mut summary)
+    {
+        write_error = Some(e);
     }
     drop(progress);
     let _ = parser.join();
@@ -200,18 +170,6 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
     summary.archive_sessions = sessions_by_origin(archive.conn())?;
     summary.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(summary)
-}
-
-/// Errors after which no further file can be written (disk full, read-only archive).
-fn is_fatal(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(
-            rusqlite::ErrorCode::DiskFull
-                | rusqlite::ErrorCode::ReadOnly
-                | rusqlite::ErrorCode::CannotOpen
-        )
-    )
 }
 
 fn progress_bar(enabled: bool, total_bytes: u64, files: usize) -> indicatif::ProgressBar {
@@ -353,7 +311,7 @@ fn prepare_file(
         claimed.insert(id, name.clone());
         sessions.push(derive::derive(draft, owner));
     }
-    Work::Write {
+    Work::Write(writer::PendingFile {
         stamp: FileStamp {
             path: name,
             origin,
@@ -364,7 +322,7 @@ fn prepare_file(
         state,
         sessions,
         parsed,
-    }
+    })
 }
 
 /// Detects the format of a file's bytes and parses it. `None` means unsupported.

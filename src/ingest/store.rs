@@ -2,13 +2,15 @@
 //! sessions are replaced atomically, `source_files` records size and hash, and `generation` is
 //! bumped. A failure rolls the whole file back; files committed before it stay.
 
-use rusqlite::{Connection, Transaction, params};
+use rusqlite::{Connection, params};
 
 use quarry_providers::bump_generation;
 use quarry_providers::schema::SESSION_CHILD_TABLES;
 
 use super::derive::SessionRows;
-use super::text::search_text;
+use quarry_providers::schema::FTS_DELETE_SESSION;
+
+use super::text::fold_for_index;
 
 /// What identifies a file's content.
 #[derive(Debug, Clone)]
@@ -65,20 +67,27 @@ pub fn session_owner(conn: &Connection, session_id: &str) -> rusqlite::Result<Op
     rows.next()?.map(|r| r.get(0)).transpose()
 }
 
-/// Replaces everything `stamp.path` contributed with `sessions`, in one transaction, and bumps
-/// the generation. Returns the rows written.
+/// Replaces everything `stamp.path` contributed with `sessions` and bumps the generation, inside
+/// the caller's transaction (see `writer`). Returns the rows written.
 pub fn write_file(
-    conn: &mut Connection,
+    conn: &Connection,
     stamp: &FileStamp,
     sessions: &[SessionRows],
 ) -> rusqlite::Result<usize> {
-    let tx = conn.transaction()?;
-    delete_file_sessions(&tx, &stamp.path)?;
+    write_file_rows(conn, stamp, sessions)
+}
+
+fn write_file_rows(
+    tx: &Connection,
+    stamp: &FileStamp,
+    sessions: &[SessionRows],
+) -> rusqlite::Result<usize> {
+    delete_file_sessions(tx, &stamp.path)?;
     let mut rows = 0;
     for s in sessions {
-        rows += insert_session(&tx, s, &stamp.path)?;
+        rows += insert_session(tx, s, &stamp.path)?;
     }
-    let generation = bump_generation(&tx).map_err(|e| match e {
+    let generation = bump_generation(tx).map_err(|e| match e {
         quarry_providers::ArchiveError::Sqlite(e) => e,
         other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
     })?;
@@ -99,11 +108,10 @@ pub fn write_file(
             chrono::Utc::now().timestamp_millis()
         ],
     )?;
-    tx.commit()?;
     Ok(rows)
 }
 
-fn delete_file_sessions(tx: &Transaction, path: &str) -> rusqlite::Result<()> {
+fn delete_file_sessions(tx: &Connection, path: &str) -> rusqlite::Result<()> {
     let ids: Vec<String> = {
         let mut stmt =
             tx.prepare_cached("SELECT session_id FROM sessions WHERE source_path = ?1")?;
@@ -111,10 +119,7 @@ fn delete_file_sessions(tx: &Transaction, path: &str) -> rusqlite::Result<()> {
             .collect::<Result<_, _>>()?
     };
     for id in &ids {
-        tx.execute(
-            "DELETE FROM blocks_fts WHERE rowid IN (SELECT rowid FROM blocks WHERE session_id = ?1)",
-            [id],
-        )?;
+        tx.prepare_cached(FTS_DELETE_SESSION)?.execute([id])?;
         for table in SESSION_CHILD_TABLES {
             tx.prepare_cached(&format!("DELETE FROM {table} WHERE session_id = ?1"))?
                 .execute([id])?;
@@ -125,7 +130,7 @@ fn delete_file_sessions(tx: &Transaction, path: &str) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn insert_session(tx: &Transaction, s: &SessionRows, source_path: &str) -> rusqlite::Result<usize> {
+fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqlite::Result<usize> {
     let sid = s.session.session_id.as_str();
     let r = &s.session;
     tx.prepare_cached(
@@ -214,8 +219,9 @@ fn insert_session(tx: &Transaction, s: &SessionRows, source_path: &str) -> rusql
             tool_input, tool_command, tool_path, is_error, exit_code, occurred_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?;
-    let mut fts_stmt =
-        tx.prepare_cached("INSERT INTO blocks_fts (rowid, search_text) VALUES (?1, ?2)")?;
+    let mut fts_stmt = tx.prepare_cached(
+        "INSERT INTO blocks_fts (rowid, text, tool_name, tool_command, tool_path) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
     for b in &s.blocks {
         let d = &b.block;
         block_stmt.execute(params![
@@ -234,14 +240,15 @@ fn insert_session(tx: &Transaction, s: &SessionRows, source_path: &str) -> rusql
             d.exit_code,
             b.occurred_at_ms,
         ])?;
-        let text = search_text(&[
-            Some(&d.text),
+        let indexed = [
+            Some(d.text.as_str()),
             d.tool_name.as_deref(),
             d.tool_command.as_deref(),
             d.tool_path.as_deref(),
-        ]);
-        if !text.is_empty() {
-            fts_stmt.execute(params![tx.last_insert_rowid(), text])?;
+        ];
+        if indexed.iter().any(|v| v.is_some_and(|v| !v.is_empty())) {
+            let [text, name, command, path] = indexed.map(|v| v.map(fold_for_index));
+            fts_stmt.execute(params![tx.last_insert_rowid(), text, name, command, path])?;
         }
     }
 

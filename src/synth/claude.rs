@@ -141,7 +141,7 @@ fn tool_call(w: &mut Writer, cwd: &str) -> (&'static str, Value, String, bool) {
             (
                 "Read",
                 json!({"file_path": path}),
-                w.sentence(20, 120),
+                words::numbered_lines(&mut w.rng, 20, 250),
                 false,
             )
         }
@@ -178,9 +178,13 @@ fn tool_call(w: &mut Writer, cwd: &str) -> (&'static str, Value, String, bool) {
                 "cargo build --release"
             };
             let text = if failing {
-                format!("Exit code 101\nerror: {}", w.sentence(5, 20))
+                format!(
+                    "Exit code 101\nerror: {}\n{}",
+                    w.sentence(5, 20),
+                    words::output_lines(&mut w.rng, 5, 60, cwd)
+                )
             } else {
-                w.sentence(10, 60)
+                words::output_lines(&mut w.rng, 5, 80, cwd)
             };
             (
                 "Bash",

@@ -113,7 +113,7 @@ pub fn session(w: &mut Writer) -> std::io::Result<()> {
             messages += 1;
             let code = if failing { 101 } else { 0 };
             let chunk = w.token(6);
-            let body = w.sentence(5, 60);
+            let body = words::output_lines(&mut w.rng, 3, 120, ".");
             let output = format!(
                 "Chunk ID: {chunk}\nWall time: 0.5 seconds\nProcess exited with code {code}\nOutput:\n{body}"
             );

@@ -135,3 +135,32 @@ pub fn path(rng: &mut impl Rng, root: &str) -> String {
         FILES[rng.random_range(0..FILES.len())]
     )
 }
+
+/// `n` lines of source-like text numbered as Claude Code's Read tool prints them.
+pub fn numbered_lines(rng: &mut impl Rng, min: usize, max: usize) -> String {
+    let n = rng.random_range(min..=max.max(min));
+    let mut out = String::with_capacity(n * 48);
+    for i in 1..=n {
+        let indent = "    ".repeat(rng.random_range(0..3));
+        out.push_str(&format!(
+            "{i:>6}\u{2192}{indent}{}\n",
+            sentence(rng, 3, 9).to_lowercase()
+        ));
+    }
+    out
+}
+
+/// `n` lines of command output (test runs, search hits).
+pub fn output_lines(rng: &mut impl Rng, min: usize, max: usize, root: &str) -> String {
+    let n = rng.random_range(min..=max.max(min));
+    let mut out = String::with_capacity(n * 64);
+    for _ in 0..n {
+        let p = path(rng, root);
+        let line: u32 = rng.random_range(1..900);
+        out.push_str(&format!(
+            "{p}:{line}: {}\n",
+            sentence(rng, 3, 10).to_lowercase()
+        ));
+    }
+    out
+}

@@ -1,0 +1,174 @@
+//! The writer side of ingest: groups whole files into one transaction until about
+//! [`BATCH_BYTES`] of input or [`BATCH_MILLIS`] have passed, so small files share one commit and
+//! one full-text flush instead of paying for their own. A file is counted only once its
+//! transaction commits; a kill loses only the open batch, never part of a file. If writing any
+//! file of a batch fails, the batch is rolled back and its files are written again one
+//! transaction each, so one bad file costs only itself.
+
+use rusqlite::Connection;
+
+use super::derive::SessionRows;
+use super::model::{Diagnostic, ParsedFile};
+use super::store::{self, FileStamp, FileState};
+use super::summary::Summary;
+
+/// Input bytes after which a batch commits.
+pub const BATCH_BYTES: u64 = 32 * 1024 * 1024;
+/// Milliseconds after which a batch commits.
+pub const BATCH_MILLIS: u128 = 1000;
+
+/// One parsed file waiting to be written.
+pub struct PendingFile {
+    /// Identity of the file's content.
+    pub stamp: FileStamp,
+    /// New or changed.
+    pub state: FileState,
+    /// Its sessions' rows.
+    pub sessions: Vec<SessionRows>,
+    /// What the adapter reported.
+    pub parsed: ParsedFile,
+}
+
+/// Batches files into transactions.
+pub struct Writer {
+    pending: Vec<(PendingFile, usize)>,
+    bytes: u64,
+    started: std::time::Instant,
+    failed: bool,
+}
+
+impl Writer {
+    /// An idle writer.
+    pub fn new() -> Self {
+        Writer {
+            pending: Vec::new(),
+            bytes: 0,
+            started: std::time::Instant::now(),
+            failed: false,
+        }
+    }
+
+    /// Writes `file` into the open batch (opening one if needed) and commits when the batch is
+    /// full. Returns an error only when the archive can take no more writes.
+    pub fn push(
+        &mut self,
+        conn: &Connection,
+        file: PendingFile,
+        summary: &mut Summary,
+    ) -> rusqlite::Result<()> {
+        if self.pending.is_empty() {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            self.started = std::time::Instant::now();
+            self.bytes = 0;
+            self.failed = false;
+        }
+        self.bytes += file.stamp.size as u64;
+        let rows = if self.failed {
+            0
+        } else {
+            match store::write_file(conn, &file.stamp, &file.sessions) {
+                Ok(rows) => rows,
+                Err(_) => {
+                    self.failed = true;
+                    0
+                }
+            }
+        };
+        self.pending.push((file, rows));
+        if self.bytes >= BATCH_BYTES || self.started.elapsed().as_millis() >= BATCH_MILLIS {
+            self.finish(conn, summary)?;
+        }
+        Ok(())
+    }
+
+    /// Commits the open batch (or, after a failure, rolls it back and writes its files one by
+    /// one) and counts its files in `summary`.
+    pub fn finish(&mut self, conn: &Connection, summary: &mut Summary) -> rusqlite::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        if !self.failed && conn.execute_batch("COMMIT").is_ok() {
+            for (file, rows) in pending {
+                account(summary, file, Ok(rows));
+            }
+            return Ok(());
+        }
+        let _ = conn.execute_batch("ROLLBACK");
+        for (file, _) in pending {
+            let result =
+                conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
+                    match store::write_file(conn, &file.stamp, &file.sessions) {
+                        Ok(rows) => conn.execute_batch("COMMIT").map(|()| rows),
+                        Err(e) => {
+                            let _ = conn.execute_batch("ROLLBACK");
+                            Err(e)
+                        }
+                    }
+                });
+            let fatal = result.as_ref().err().is_some_and(is_fatal);
+            let error = result.as_ref().err().map(ToString::to_string);
+            account(summary, file, result.map_err(|_| error.unwrap_or_default()));
+            if fatal {
+                return Err(rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                    Some("the archive cannot take more writes".into()),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for Writer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Errors after which no further file can be written (disk full, read-only archive).
+fn is_fatal(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(
+            rusqlite::ErrorCode::DiskFull
+                | rusqlite::ErrorCode::ReadOnly
+                | rusqlite::ErrorCode::CannotOpen
+        )
+    )
+}
+
+/// Counts one file's outcome in the summary.
+fn account(summary: &mut Summary, file: PendingFile, result: Result<usize, String>) {
+    summary.records += file.parsed.records;
+    match result {
+        Ok(rows) => {
+            summary.rows_written += rows;
+            match file.state {
+                FileState::Changed => summary.files_changed += 1,
+                _ => summary.files_new += 1,
+            }
+            for s in &file.sessions {
+                *summary
+                    .sessions_ingested
+                    .entry(s.session.origin.to_string())
+                    .or_default() += 1;
+            }
+            for (kind, n) in file.parsed.unknown_records {
+                *summary.unknown_records.entry(kind).or_default() += n;
+            }
+            summary.diagnostics.extend(file.parsed.diagnostics);
+        }
+        Err(reason) => {
+            summary.files_failed += 1;
+            summary.diagnostics.push(Diagnostic {
+                file: file.stamp.path.clone(),
+                line: None,
+                kind: "write_failed",
+                reason: format!(
+                    "not written, the archive keeps its previous state for this file: {reason}"
+                ),
+            });
+        }
+    }
+}
