@@ -20,6 +20,8 @@
 //! # Ok::<(), String>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod ast;
 pub mod complete;
 pub mod diagnostic;
