@@ -1,6 +1,7 @@
 //! quarry's end-to-end tests: one binary, one module per topic.
 
 mod bad_input;
+mod docs;
 mod grammar_cli;
 mod ingest_corpus;
 mod oracle;
