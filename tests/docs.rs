@@ -4,7 +4,8 @@ use std::path::Path;
 
 #[test]
 fn tables_doc_names_every_table_and_column() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tables.md")).unwrap();
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tables.md"))
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let archive = quarry_providers::Archive::open(&dir.path().join("a.db")).unwrap();
     let mut missing = Vec::new();
@@ -12,15 +13,31 @@ fn tables_doc_names_every_table_and_column() {
         .tables()
         .unwrap()
         .into_iter()
-        .map(|t| (t.name.to_string(), t.columns.into_iter().map(|c| c.0).collect()))
+        .map(|t| {
+            (
+                t.name.to_string(),
+                t.columns.into_iter().map(|c| c.0).collect(),
+            )
+        })
         .collect();
     for extra in ["meta", "source_files"] {
-        let mut stmt = archive.conn().prepare(&format!("SELECT name FROM pragma_table_info('{extra}')")).unwrap();
-        let columns = stmt.query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
+        let mut stmt = archive
+            .conn()
+            .prepare(&format!("SELECT name FROM pragma_table_info('{extra}')"))
+            .unwrap();
+        let columns = stmt
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
         tables.push((extra.to_string(), columns));
     }
     for (table, columns) in tables {
-        let Some(at) = doc.find(&format!("## {table}")).or_else(|| doc.find(&format!("### {table}"))).or_else(|| doc.find(&format!(" {table} and "))) else {
+        let Some(at) = doc
+            .find(&format!("## {table}"))
+            .or_else(|| doc.find(&format!("### {table}")))
+            .or_else(|| doc.find(&format!(" {table} and ")))
+        else {
             missing.push(table);
             continue;
         };
@@ -31,5 +48,8 @@ fn tables_doc_names_every_table_and_column() {
             }
         }
     }
-    assert!(missing.is_empty(), "docs/tables.md does not document: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/tables.md does not document: {missing:?}"
+    );
 }

@@ -1,5 +1,7 @@
 //! quarry's end-to-end tests: one binary, one module per topic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod bad_input;
 mod docs;
 mod grammar_cli;

@@ -98,7 +98,7 @@ pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
         parsed.records += 1;
         let target = if agent_id.is_none() && is_sidechain(&line.value) {
             let root = sidechain_root(&line.value, &by_uuid);
-            let index = *child_of_root.entry(root.clone()).or_insert_with(|| {
+            *child_of_root.entry(root.clone()).or_insert_with(|| {
                 let mut child = SessionDraft::new(
                     Origin::ClaudeCode,
                     format!("{session_native}/sidechain-{root}"),
@@ -108,8 +108,7 @@ pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                 children.push(child);
                 builders.push(Builder::default());
                 children.len()
-            });
-            index
+            })
         } else {
             0
         };

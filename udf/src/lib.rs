@@ -1,1 +1,13 @@
-//! placeholder
+//! Kernels of the functions quarry's query language needs, as plain Rust over slices and strings:
+//! the exact nearest-rank percentile (`pNN`) and the literal, case-insensitive,
+//! whitespace-flexible text match of `spec/session-query.md`.
+//!
+//! The DataFusion wrappers (an `AggregateUDF` with a `GroupsAccumulator`, a `ScalarUDF`) call
+//! these, so the semantics live in one place and are tested here against brute-force oracles.
+//! This crate knows nothing about the language or the archive.
+
+pub mod percentile;
+pub mod text_match;
+
+pub use percentile::{nearest_rank, nearest_rank_index};
+pub use text_match::TextPattern;
