@@ -6,6 +6,8 @@
 
 pub mod archive;
 pub mod schema;
+#[cfg(feature = "engine")]
+pub mod sqlite;
 
 pub use archive::{Archive, ArchiveError, TableInfo, bump_generation, read_generation};
 pub use schema::{SCHEMA_VERSION, TABLES, TableDef};

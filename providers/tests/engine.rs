@@ -1,0 +1,209 @@
+//! The SQLite TableProviders through a real DataFusion `SessionContext`, checked against the same
+//! questions asked of SQLite directly.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use datafusion::arrow::array::{Array, Int64Array, StringArray};
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use quarry_providers::Archive;
+use quarry_providers::sqlite::register_archive;
+
+/// An archive with `n` messages over a few sessions, roles and word counts (deterministic).
+fn archive(n: i64) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("archive.db");
+    let mut archive = Archive::open(&path).unwrap();
+    let tx = archive.conn_mut().transaction().unwrap();
+    {
+        let mut stmt = tx
+            .prepare(
+                "INSERT INTO messages (message_id, session_id, position, role, type, material_origin, word_count, input_tokens, text, is_sidechain, turn_committed)
+                 VALUES (?1, ?2, ?3, ?4, 'text', 'model', ?5, ?8, ?6, 0, ?7)",
+            )
+            .unwrap();
+        for i in 0..n {
+            let role = ["user", "assistant", "Assistant", "tool"][(i % 4) as usize];
+            let words = if i % 10 == 0 {
+                None
+            } else {
+                Some((i * 7919) % 1000)
+            };
+            let committed = if i % 3 == 0 { None } else { Some(i % 2 == 0) };
+            stmt.execute(rusqlite::params![
+                format!("s{}/m{i}", i % 13),
+                format!("s{}", i % 13),
+                i,
+                role,
+                (i * 7919) % 1000,
+                format!("text {i} ünïcode"),
+                committed,
+                words
+            ])
+            .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+    (dir, path)
+}
+
+fn context(path: &std::path::Path, partitions: usize) -> SessionContext {
+    let ctx =
+        SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
+    register_archive(&ctx, path).unwrap();
+    ctx
+}
+
+fn sqlite_i64(path: &std::path::Path, sql: &str) -> i64 {
+    rusqlite::Connection::open(path)
+        .unwrap()
+        .query_row(sql, [], |r| r.get(0))
+        .unwrap()
+}
+
+async fn df_i64(ctx: &SessionContext, sql: &str) -> i64 {
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    let batch = batches.iter().find(|b| b.num_rows() > 0).unwrap();
+    batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap()
+        .value(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_and_filters_match_sqlite_across_partitions() {
+    let (_dir, path) = archive(200_003);
+    for partitions in [1, 2, 4] {
+        let ctx = context(&path, partitions);
+        for (df, sqlite) in [
+            (
+                "SELECT COUNT(*) FROM messages",
+                "SELECT COUNT(*) FROM messages",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE role = 'assistant'",
+                "SELECT COUNT(*) FROM messages WHERE role = 'assistant'",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE role LIKE 'A%'",
+                "SELECT COUNT(*) FROM messages WHERE role GLOB 'A*'",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE role ILIKE 'a%'",
+                "SELECT COUNT(*) FROM messages WHERE lower(role) GLOB 'a*'",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE input_tokens IS NULL",
+                "SELECT COUNT(*) FROM messages WHERE input_tokens IS NULL",
+            ),
+            (
+                "SELECT SUM(input_tokens) FROM messages WHERE input_tokens > 300",
+                "SELECT SUM(input_tokens) FROM messages WHERE input_tokens > 300",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE word_count BETWEEN 100 AND 200 OR role IN ('tool')",
+                "SELECT COUNT(*) FROM messages WHERE word_count BETWEEN 100 AND 200 OR role IN ('tool')",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE NOT (word_count > 500)",
+                "SELECT COUNT(*) FROM messages WHERE NOT (word_count > 500)",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE turn_committed",
+                "SELECT COUNT(*) FROM messages WHERE turn_committed = 1",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE turn_committed IS NOT TRUE",
+                "SELECT COUNT(*) FROM messages WHERE turn_committed IS NOT 1",
+            ),
+            (
+                "SELECT SUM(word_count) FROM messages",
+                "SELECT SUM(word_count) FROM messages",
+            ),
+            (
+                "SELECT COUNT(DISTINCT session_id) FROM messages WHERE upper(text) LIKE '%ÜNÏCODE'",
+                "SELECT COUNT(DISTINCT session_id) FROM messages",
+            ),
+        ] {
+            assert_eq!(
+                df_i64(&ctx, df).await,
+                sqlite_i64(&path, sqlite),
+                "{df} with {partitions} partitions"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_shows_projection_filter_and_limit_in_the_scan() {
+    let (_dir, path) = archive(1000);
+    let ctx = context(&path, 2);
+    let plan = ctx
+        .sql("EXPLAIN SELECT message_id FROM messages WHERE role = 'assistant' AND word_count > 10 LIMIT 5")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let text = pretty_format_batches(&plan).unwrap().to_string();
+    let scan = text
+        .lines()
+        .find(|l| l.contains("SqliteScanExec"))
+        .expect(&text);
+    assert!(
+        scan.contains("where=((\"role\" = ?) AND (\"word_count\" > ?))")
+            || scan.contains("where=(\"role\" = ?) AND (\"word_count\" > ?)"),
+        "{scan}"
+    );
+    assert!(scan.contains("limit=5"), "{scan}");
+    assert!(
+        !scan.contains("text"),
+        "only the needed columns are read: {scan}"
+    );
+    // Large tables split into rowid ranges.
+    let (_dir2, big) = archive(150_000);
+    let ctx = context(&big, 2);
+    let plan = ctx
+        .sql("EXPLAIN SELECT COUNT(*) FROM messages")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let text = pretty_format_batches(&plan).unwrap().to_string();
+    assert!(text.contains("partitions=2"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_catalog_table_scans() {
+    let (_dir, path) = archive(10);
+    let ctx = context(&path, 2);
+    for def in quarry_providers::TABLES {
+        let batches = ctx
+            .sql(&format!("SELECT * FROM {}", def.name))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        let expected = sqlite_i64(&path, &format!("SELECT COUNT(*) FROM {}", def.name));
+        assert_eq!(rows as i64, expected, "{}", def.name);
+    }
+    let batches = ctx
+        .sql("SELECT role FROM messages ORDER BY position LIMIT 2")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let roles = batches[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap();
+    assert_eq!(roles.len(), 2);
+    assert_eq!(roles.value(1), "assistant");
+}
