@@ -4,10 +4,14 @@
 //!
 //! The DataFusion wrappers (an `AggregateUDF` with a `GroupsAccumulator`, a `ScalarUDF`) call
 //! these, so the semantics live in one place and are tested here against brute-force oracles.
+//! They live in [`functions`], behind the `engine` feature, so a build without it stays free of
+//! DataFusion.
 //! This crate knows nothing about the language or the archive.
 
+#[cfg(feature = "engine")]
+pub mod functions;
 pub mod percentile;
 pub mod text_match;
 
-pub use percentile::{nearest_rank, nearest_rank_index};
+pub use percentile::{nearest_rank, nearest_rank_by, nearest_rank_index};
 pub use text_match::TextPattern;

@@ -23,8 +23,25 @@ pub fn nearest_rank_index(n: usize, p: u8) -> Option<usize> {
 /// The nearest-rank `p`-th percentile of `values` (reordered in place, partially). NaN sorts
 /// after every number, as in DataFusion's total order for floats.
 pub fn nearest_rank(values: &mut [f64], p: u8) -> Option<f64> {
+    nearest_rank_by(values, p, f64::total_cmp)
+}
+
+/// The nearest-rank `p`-th percentile of `values` under the total order `cmp`, for any copyable
+/// value type (integers stay exact). Selects in place with `select_nth_unstable_by`: O(n) on
+/// average, no full sort; `values` is reordered but keeps every element, so it can be asked again.
+///
+/// ```
+/// use quarry_udf::percentile::nearest_rank_by;
+/// let mut values = vec![i64::MAX, -3, 7, 7];
+/// assert_eq!(nearest_rank_by(&mut values, 50, i64::cmp), Some(7));
+/// ```
+pub fn nearest_rank_by<T: Copy>(
+    values: &mut [T],
+    p: u8,
+    cmp: impl FnMut(&T, &T) -> std::cmp::Ordering,
+) -> Option<T> {
     let index = nearest_rank_index(values.len(), p)?;
-    let (_, value, _) = values.select_nth_unstable_by(index, f64::total_cmp);
+    let (_, value, _) = values.select_nth_unstable_by(index, cmp);
     Some(*value)
 }
 

@@ -1,0 +1,433 @@
+//! Tests of `percentile_nearest_rank` through real `SessionContext`s, against an independent
+//! oracle (sort, then the smallest rank k with k/n >= p/100, in exact integers).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+
+use datafusion::arrow::array::{BooleanArray, Float64Array, Int64Array};
+use datafusion::arrow::datatypes::{Field, Schema};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use super::*;
+
+/// How many `Accumulator`s / `GroupsAccumulator`s were created and how often `convert_to_state`
+/// ran, so the tests can show which path a query took.
+pub(super) static ACCUMULATORS: AtomicUsize = AtomicUsize::new(0);
+pub(super) static GROUPS_ACCUMULATORS: AtomicUsize = AtomicUsize::new(0);
+pub(super) static CONVERTED: AtomicUsize = AtomicUsize::new(0);
+
+/// A deterministic xorshift generator.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The definition, literally.
+fn oracle<T: Copy>(values: &[T], p: u8, cmp: impl Fn(&T, &T) -> std::cmp::Ordering) -> Option<T> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(cmp);
+    let n = sorted.len();
+    let rank = (1..=n).find(|k| 100 * k >= usize::from(p) * n)?;
+    sorted.get(rank - 1).copied()
+}
+
+/// One row: group, float value, integer value, boolean value.
+type Row = (i64, Option<f64>, Option<i64>, Option<bool>);
+
+/// Groups of many shapes: one row, ties, negatives, all NULL, a few large.
+fn rows(seed: u64, groups: i64) -> Vec<Row> {
+    let mut rng = Rng(seed);
+    let mut rows = Vec::new();
+    for g in 0..groups {
+        let size = match g % 7 {
+            0 => 1,
+            1 => 2 + rng.below(3),
+            2 => 200 + rng.below(300),
+            _ => rng.below(60) + 1,
+        };
+        let all_null = g % 11 == 5;
+        let null_every = 2 + rng.below(6);
+        for k in 0..size {
+            let null = all_null || k % null_every == 0 && size > 3;
+            let int = (rng.below(41) as i64 - 20) * (1 + g % 3);
+            let v = (!null).then_some(int as f64 * 0.5);
+            let i = (!null).then_some(int * 1_000_003);
+            let b = (!null).then_some(int > 0);
+            rows.push((g, v, i, b));
+        }
+    }
+    // Shuffle so each group spreads over batches and partitions.
+    for i in (1..rows.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        rows.swap(i, j);
+    }
+    rows
+}
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("g", DataType::Int64, false),
+        Field::new("v", DataType::Float64, true),
+        Field::new("i", DataType::Int64, true),
+        Field::new("b", DataType::Boolean, true),
+    ]))
+}
+
+/// A session with `t` over `rows`, cut into batches of `batch` rows dealt over 4 partitions,
+/// and 4 target partitions, so partial states are merged.
+fn context(rows: &[Row], batch: usize) -> Result<SessionContext> {
+    let config = SessionConfig::new()
+        .with_target_partitions(4)
+        .with_batch_size(64);
+    context_with(rows, batch, config)
+}
+
+fn context_with(rows: &[Row], batch: usize, config: SessionConfig) -> Result<SessionContext> {
+    let ctx = SessionContext::new_with_config(config);
+    crate::functions::register_all(&ctx);
+    let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); 4];
+    for (n, chunk) in rows.chunks(batch.max(1)).enumerate() {
+        let b = RecordBatch::try_new(
+            schema(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(chunk.iter().map(|r| r.0))),
+                Arc::new(Float64Array::from_iter(chunk.iter().map(|r| r.1))),
+                Arc::new(Int64Array::from_iter(chunk.iter().map(|r| r.2))),
+                Arc::new(BooleanArray::from_iter(chunk.iter().map(|r| r.3))),
+            ],
+        )?;
+        if let Some(p) = partitions.get_mut(n % 4) {
+            p.push(b);
+        }
+    }
+    ctx.register_table("t", Arc::new(MemTable::try_new(schema(), partitions)?))?;
+    Ok(ctx)
+}
+
+/// Runs a query with columns `(g: Int64, a: Float64, b: Int64, c: Int64)` into a map by `g`.
+async fn by_group(
+    ctx: &SessionContext,
+    sql: &str,
+) -> Result<BTreeMap<i64, (Option<f64>, Option<i64>, Option<i64>)>> {
+    let mut out = BTreeMap::new();
+    for b in ctx.sql(sql).await?.collect().await? {
+        let g = b.column(0).as_primitive::<Int64Type>();
+        let a = b.column(1).as_primitive::<Float64Type>();
+        let i = b.column(2).as_primitive::<Int64Type>();
+        let c = b.column(3).as_primitive::<Int64Type>();
+        for r in 0..b.num_rows() {
+            let get_f = |x: &PrimitiveArray<Float64Type>| x.is_valid(r).then(|| x.value(r));
+            let get_i = |x: &PrimitiveArray<Int64Type>| x.is_valid(r).then(|| x.value(r));
+            out.insert(g.value(r), (get_f(a), get_i(i), get_i(c)));
+        }
+    }
+    Ok(out)
+}
+
+/// The oracle's answer per group for the rows that pass `keep`.
+fn expected(
+    rows: &[Row],
+    p: u8,
+    keep: impl Fn(&Row) -> bool,
+) -> BTreeMap<i64, (Option<f64>, Option<i64>, Option<i64>)> {
+    let mut groups: BTreeMap<i64, (Vec<f64>, Vec<i64>, Vec<i64>)> = BTreeMap::new();
+    for r in rows {
+        let e = groups.entry(r.0).or_default();
+        if !keep(r) {
+            continue;
+        }
+        e.0.extend(r.1);
+        e.1.extend(r.2);
+        e.2.extend(r.3.map(i64::from));
+    }
+    groups
+        .into_iter()
+        .map(|(g, (v, i, b))| {
+            (
+                g,
+                (
+                    oracle(&v, p, f64::total_cmp),
+                    oracle(&i, p, i64::cmp),
+                    oracle(&b, p, i64::cmp),
+                ),
+            )
+        })
+        .collect()
+}
+
+const PS: [u8; 8] = [1, 5, 25, 50, 75, 90, 99, 100];
+
+#[tokio::test]
+async fn group_by_matches_the_oracle() -> Result<()> {
+    let rows = rows(0x5eed, 300);
+    let ctx = context(&rows, 97)?;
+    let before = GROUPS_ACCUMULATORS.load(AtomicOrdering::Relaxed);
+    for p in PS {
+        let sql = format!(
+            "SELECT g, percentile_nearest_rank(v, {p}), percentile_nearest_rank(i, {p}), \
+             percentile_nearest_rank(b, {p}) FROM t GROUP BY g"
+        );
+        assert_eq!(
+            by_group(&ctx, &sql).await?,
+            expected(&rows, p, |_| true),
+            "p{p}"
+        );
+    }
+    assert!(
+        GROUPS_ACCUMULATORS.load(AtomicOrdering::Relaxed) > before,
+        "GROUP BY must use the GroupsAccumulator"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn group_by_with_filter_leaves_empty_groups_null() -> Result<()> {
+    let rows = rows(0xf117e5, 120);
+    let ctx = context(&rows, 50)?;
+    for p in [1, 50, 90, 100] {
+        // FILTER reaches update_batch as opt_filter; many groups end up with no value at all.
+        let sql = format!(
+            "SELECT g, percentile_nearest_rank(v, {p}) FILTER (WHERE i > 20000000), \
+             percentile_nearest_rank(i, {p}) FILTER (WHERE i > 20000000), \
+             percentile_nearest_rank(b, {p}) FILTER (WHERE i > 20000000) FROM t GROUP BY g"
+        );
+        let want = expected(&rows, p, |r| r.2.is_some_and(|i| i > 20_000_000));
+        assert!(
+            want.values().any(|w| w.0.is_none()),
+            "some group must be empty"
+        );
+        assert_eq!(by_group(&ctx, &sql).await?, want, "p{p}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn single_group_matches_the_oracle() -> Result<()> {
+    let rows = rows(0xa11, 80);
+    let ctx = context(&rows, 33)?;
+    let before = ACCUMULATORS.load(AtomicOrdering::Relaxed);
+    for p in PS {
+        let sql = format!(
+            "SELECT 0::BIGINT, percentile_nearest_rank(v, {p}), percentile_nearest_rank(i, {p}), \
+             percentile_nearest_rank(b, {p}) FROM t"
+        );
+        let all: Vec<Row> = rows.iter().map(|r| (0, r.1, r.2, r.3)).collect();
+        assert_eq!(
+            by_group(&ctx, &sql).await?,
+            expected(&all, p, |_| true),
+            "p{p}"
+        );
+    }
+    assert!(ACCUMULATORS.load(AtomicOrdering::Relaxed) > before);
+    // The plan has a partial and a final stage, so `state` and `merge_batch` both run.
+    let plan = ctx
+        .sql("EXPLAIN SELECT percentile_nearest_rank(v, 90) FROM t")
+        .await?
+        .collect()
+        .await?;
+    let plan = datafusion::arrow::util::pretty::pretty_format_batches(&plan)?.to_string();
+    assert!(
+        plan.contains("mode=Partial") && plan.contains("mode=Final"),
+        "{plan}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn edges_empty_all_null_one_row() -> Result<()> {
+    let rows: Vec<Row> = vec![
+        (0, None, None, None),
+        (0, None, None, None),
+        (1, Some(-2.5), Some(-7), Some(false)),
+    ];
+    let ctx = context(&rows, 1)?;
+    let sql = "SELECT g, percentile_nearest_rank(v, 50), percentile_nearest_rank(i, 50), \
+               percentile_nearest_rank(b, 50) FROM t GROUP BY g";
+    let got = by_group(&ctx, sql).await?;
+    assert_eq!(got.get(&0), Some(&(None, None, None)), "all-NULL group");
+    assert_eq!(
+        got.get(&1),
+        Some(&(Some(-2.5), Some(-7), Some(0))),
+        "one row"
+    );
+    // No rows at all: one NULL row without GROUP BY, no row with it.
+    let sql = "SELECT 0::BIGINT, percentile_nearest_rank(v, 90), percentile_nearest_rank(i, 90), \
+               percentile_nearest_rank(b, 90) FROM t WHERE g > 5";
+    assert_eq!(
+        by_group(&ctx, sql).await?.get(&0),
+        Some(&(None, None, None))
+    );
+    let sql = "SELECT g, percentile_nearest_rank(v, 90), percentile_nearest_rank(i, 90), \
+               percentile_nearest_rank(b, 90) FROM t WHERE g > 5 GROUP BY g";
+    assert!(by_group(&ctx, sql).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn skipped_partial_aggregation_matches_the_oracle() -> Result<()> {
+    // Nearly one row per group, and thresholds that make the partial stage give up at once and
+    // pass rows on through `convert_to_state`.
+    let rows = rows(0x5c1b, 3000);
+    let mut config = SessionConfig::new()
+        .with_target_partitions(4)
+        .with_batch_size(64);
+    config = config
+        .set_usize(
+            "datafusion.execution.skip_partial_aggregation_probe_rows_threshold",
+            10,
+        )
+        .set_str(
+            "datafusion.execution.skip_partial_aggregation_probe_ratio_threshold",
+            "0.0",
+        );
+    let ctx = context_with(&rows, 200, config)?;
+    let before = CONVERTED.load(AtomicOrdering::Relaxed);
+    for p in [1, 50, 90] {
+        let sql = format!(
+            "SELECT g, percentile_nearest_rank(v, {p}), percentile_nearest_rank(i, {p}) \
+             FILTER (WHERE i <> 0), percentile_nearest_rank(b, {p}) FROM t GROUP BY g"
+        );
+        let want: BTreeMap<_, _> = expected(&rows, p, |_| true)
+            .into_iter()
+            .zip(expected(&rows, p, |r| r.2 != Some(0)))
+            .map(|((g, (v, _, b)), (_, (_, i, _)))| (g, (v, i, b)))
+            .collect();
+        assert_eq!(by_group(&ctx, &sql).await?, want, "p{p}");
+    }
+    assert!(
+        CONVERTED.load(AtomicOrdering::Relaxed) > before,
+        "convert_to_state must run"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn result_types_and_bad_p() -> Result<()> {
+    let ctx = context(&rows(1, 5), 10)?;
+    // One query per expression: a CAST does not show in a column's name, so they would clash.
+    for (arg, want) in [
+        ("i", DataType::Int64),
+        ("v", DataType::Float64),
+        ("b", DataType::Int64),
+        ("CAST(i AS INT)", DataType::Int32),
+        (
+            "CAST(abs(i) % 60000 AS SMALLINT UNSIGNED)",
+            DataType::UInt16,
+        ),
+        ("CAST(v AS REAL)", DataType::Float32),
+        ("CAST(v AS DECIMAL(10, 2))", DataType::Float64),
+    ] {
+        let df = ctx
+            .sql(&format!("SELECT percentile_nearest_rank({arg}, 50) FROM t"))
+            .await?;
+        let types: Vec<DataType> = df
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        assert_eq!(types, vec![want], "{arg}");
+        df.collect().await?;
+    }
+    for bad in [
+        "percentile_nearest_rank(v, 0)",
+        "percentile_nearest_rank(v, 101)",
+        "percentile_nearest_rank(v, -1)",
+        "percentile_nearest_rank(v, 0.9)",
+        "percentile_nearest_rank(v, i)",
+        "percentile_nearest_rank(v, NULL)",
+        "percentile_nearest_rank(v)",
+        "percentile_nearest_rank('x', 50)",
+        "percentile_nearest_rank(DISTINCT v, 50)",
+    ] {
+        let sql = format!("SELECT {bad} FROM t");
+        let result = match ctx.sql(&sql).await {
+            Ok(df) => df.collect().await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        assert!(result.is_err(), "{bad} must fail");
+    }
+    Ok(())
+}
+
+#[test]
+fn emit_first_keeps_and_renumbers_the_rest() -> Result<()> {
+    let mut acc = NearestRankGroupsAccumulator::<Int64Type>::new(50, DataType::Int64);
+    let values: ArrayRef = Arc::new(Int64Array::from(vec![
+        Some(5),
+        Some(1),
+        None,
+        Some(9),
+        Some(3),
+        Some(7),
+    ]));
+    acc.update_batch(&[values], &[0, 1, 1, 2, 0, 3], None, 5)?;
+    let first = acc.evaluate(EmitTo::First(2))?;
+    assert_eq!(
+        first.as_primitive::<Int64Type>(),
+        &Int64Array::from(vec![Some(3), Some(1)])
+    );
+    // Old groups 2, 3, 4 are now 0, 1, 2; group 2 (old 4) never saw a value.
+    let more: ArrayRef = Arc::new(Int64Array::from(vec![10, 11]));
+    acc.update_batch(&[more], &[0, 3], None, 4)?;
+    let state = acc.state(EmitTo::First(1))?;
+    let mut other = NearestRankGroupsAccumulator::<Int64Type>::new(50, DataType::Int64);
+    other.merge_batch(&state, &[0], 1)?;
+    assert_eq!(
+        other.evaluate(EmitTo::All)?.as_primitive::<Int64Type>(),
+        &Int64Array::from(vec![Some(9)])
+    );
+    let rest = acc.evaluate(EmitTo::All)?;
+    assert_eq!(
+        rest.as_primitive::<Int64Type>(),
+        &Int64Array::from(vec![Some(7), None, Some(11)])
+    );
+    assert_eq!(acc.size(), size_of_val(&acc), "emptied after EmitTo::All");
+    Ok(())
+}
+
+#[test]
+fn convert_to_state_respects_nulls_and_filter() -> Result<()> {
+    let acc = NearestRankGroupsAccumulator::<Float64Type>::new(100, DataType::Float64);
+    let values: ArrayRef = Arc::new(Float64Array::from(vec![
+        Some(1.0),
+        None,
+        Some(3.0),
+        Some(4.0),
+    ]));
+    let filter = BooleanArray::from(vec![Some(true), Some(true), Some(false), None]);
+    let state = acc.convert_to_state(&[values], Some(&filter))?;
+    let mut merged = NearestRankGroupsAccumulator::<Float64Type>::new(100, DataType::Float64);
+    merged.merge_batch(&state, &[0, 0, 1, 1], 2)?;
+    let out = merged.evaluate(EmitTo::All)?;
+    assert_eq!(
+        out.as_primitive::<Float64Type>(),
+        &Float64Array::from(vec![Some(1.0), None])
+    );
+    Ok(())
+}
+
+#[test]
+fn size_counts_the_values() -> Result<()> {
+    let mut acc = NearestRankGroupsAccumulator::<Float64Type>::new(90, DataType::Float64);
+    let empty = acc.size();
+    let values: ArrayRef = Arc::new(Float64Array::from_iter_values((0..1000).map(f64::from)));
+    let groups: Vec<usize> = (0..1000).map(|i| i % 10).collect();
+    acc.update_batch(&[values.clone()], &groups, None, 10)?;
+    assert!(acc.size() >= empty + 1000 * (8 + 4));
+    let mut one = NearestRankAccumulator::<Float64Type>::new(90, DataType::Float64);
+    let empty = one.size();
+    one.update_batch(&[values])?;
+    assert!(one.size() >= empty + 1000 * 8);
+    assert_eq!(one.evaluate()?, ScalarValue::Float64(Some(899.0)));
+    Ok(())
+}
