@@ -7,6 +7,12 @@
 
 pub mod assertions;
 pub mod cli;
+#[cfg(feature = "engine")]
+pub mod engine;
 pub mod ingest;
 pub mod location;
+#[cfg(feature = "engine")]
+pub mod lower;
+#[cfg(feature = "engine")]
+pub mod output;
 pub mod synth;

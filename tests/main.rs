@@ -4,6 +4,8 @@
 
 mod bad_input;
 mod docs;
+#[cfg(feature = "engine")]
+mod engine;
 mod grammar_cli;
 mod ingest_corpus;
 mod oracle;

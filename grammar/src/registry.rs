@@ -287,6 +287,16 @@ const SEMANTIC_TYPES: &[&str] = &[
     "other",
 ];
 const MESSAGE_ROLES: &[&str] = &["user", "assistant", "system", "tool"];
+const MESSAGE_TYPES: &[&str] = &[
+    "text",
+    "thinking",
+    "tool_use",
+    "tool_result",
+    "code",
+    "image",
+    "document",
+    "summary",
+];
 const BLOCK_TYPES: &[&str] = &[
     "text",
     "thinking",
@@ -393,11 +403,12 @@ const MESSAGE_FIELDS: &[Field] = &[
     .group(),
     Field::new(
         "type",
-        K::Equality,
+        K::Enum,
         col("type"),
-        "message type as stored",
+        "message type: what its content mainly is",
         "type:text",
     )
+    .vals(MESSAGE_TYPES)
     .group(),
     Field::new(
         "material_origin",

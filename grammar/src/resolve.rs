@@ -1686,7 +1686,14 @@ impl<'q> Resolver<'q> {
                 }
             }
         } else {
-            match unit.field(&fref.name) {
+            // A column name of the unit's table stands for the field reading it
+            // (`word_count` for `words`): any numeric column is a metric, as DESIGN.md says.
+            let by_column = || {
+                unit.fields
+                    .iter()
+                    .find(|f| f.source.column() == Some(fref.name.as_str()))
+            };
+            match unit.field(&fref.name).or_else(by_column) {
                 Some(f) => (f, FieldScope::Own, unit),
                 None => {
                     // a raw column name is accepted for select

@@ -23,13 +23,73 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH", env = "QUARRY_ARCHIVE")]
     pub archive: Option<PathBuf>,
 
-    /// Output format: table (people) or json (machines).
+    /// Output format: table (people), json (the envelope), ndjson, csv or yaml.
     #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 
-    /// The verb.
+    /// Return at most N rows (sets `truncated` when it cuts rows).
+    #[arg(long, global = true, value_name = "N")]
+    pub limit: Option<usize>,
+
+    /// Skip N rows first.
+    #[arg(long, global = true, value_name = "N")]
+    pub offset: Option<usize>,
+
+    /// Memory for a query's sorts and aggregates (e.g. 256MB, 2GB); beyond it they spill to disk.
+    #[arg(long, global = true, value_name = "SIZE")]
+    pub memory_limit: Option<String>,
+
+    /// Zone of day boundaries and time buckets: UTC, local (default) or an offset like +02:00.
+    #[arg(long, global = true, value_name = "ZONE")]
+    pub tz: Option<String>,
+
+    /// The verb; anything else is a query (`quarry 'messages | count'` = `quarry query ...`).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+/// Global flags that take a value (so the default-verb rule can skip their values).
+const VALUE_FLAGS: &[&str] = &[
+    "--archive",
+    "--format",
+    "--limit",
+    "--offset",
+    "--memory-limit",
+    "--tz",
+    "-o",
+];
+
+/// Makes `query` the default verb: when the first argument that is not a global flag (or its
+/// value) is not a verb, `query` is inserted before it. `quarry -- -tag:stale` works too.
+pub fn with_default_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let verbs: Vec<String> = <Cli as clap::CommandFactory>::command()
+        .get_subcommands()
+        .flat_map(|c| {
+            std::iter::once(c.get_name().to_string()).chain(c.get_all_aliases().map(str::to_string))
+        })
+        .chain(["help".to_string()])
+        .collect();
+    let mut i = 1;
+    while let Some(arg) = args.get(i) {
+        let text = arg.to_string_lossy();
+        if text == "--" {
+            let mut out = args.clone();
+            out[i] = "query".into();
+            return out;
+        }
+        if text.starts_with('-') && text.len() > 1 {
+            let takes_value = VALUE_FLAGS.contains(&text.as_ref()) && !text.contains('=');
+            i += if takes_value { 2 } else { 1 };
+            continue;
+        }
+        if verbs.iter().any(|v| v == text.as_ref()) {
+            return args;
+        }
+        let mut out = args.clone();
+        out.insert(i, "query".into());
+        return out;
+    }
+    args
 }
 
 /// Output formats.
@@ -39,6 +99,12 @@ pub enum Format {
     Table,
     /// One JSON document.
     Json,
+    /// One JSON object per row (query results).
+    Ndjson,
+    /// Comma-separated values (query results).
+    Csv,
+    /// YAML (query results).
+    Yaml,
 }
 
 /// The verbs.
@@ -55,6 +121,12 @@ pub enum Command {
         #[arg(long)]
         no_progress: bool,
     },
+    /// Run a query (the same as `quarry QUERY`; use it when the query is a verb's name).
+    Query {
+        /// The query.
+        #[arg(allow_hyphen_values = true, required = true)]
+        query: Vec<String>,
+    },
     /// The catalog: every table with its exact row count and columns.
     Tables,
     /// Parse and resolve a query (no archive needed): the typed AST and its pipeline stages.
@@ -62,6 +134,9 @@ pub enum Command {
         /// The query, e.g. 'messages where role:assistant | group by role | count'.
         #[arg(allow_hyphen_values = true)]
         query: String,
+        /// Print DataFusion's logical and physical plans instead (pushdown is visible there).
+        #[arg(long)]
+        plan: bool,
     },
     /// Parser-valid examples per unit and form, or typical mistakes with their corrections.
     Complete {
@@ -146,7 +221,7 @@ impl Failure {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(with_default_verb(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -174,9 +249,15 @@ fn open_archive(flag: Option<PathBuf>) -> Result<Archive, Failure> {
     Archive::open(&archive_path(flag)).map_err(Failure::runtime)
 }
 
-fn run(cli: Cli) -> Result<(), Failure> {
+fn run(mut cli: Cli) -> Result<(), Failure> {
     let json = cli.format == Format::Json;
-    match cli.command {
+    let Some(command) = cli.command.take() else {
+        return Err(Failure::usage(
+            "give a query or a verb; see `quarry --help`",
+        ));
+    };
+    match command {
+        Command::Query { query } => run_query(&query.join(" "), &cli),
         Command::Ingest {
             paths,
             owner,
@@ -239,7 +320,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::Explain { query } => {
+        Command::Explain { query, plan: true } => run_explain_plan(&query, &cli),
+        Command::Explain { query, plan: false } => {
             let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
             exit_with(explain::run(&query, json, color))
         }
@@ -288,6 +370,140 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+#[cfg(feature = "engine")]
+fn engine(cli: &Cli) -> Result<crate::engine::Engine, Failure> {
+    let memory_limit = cli
+        .memory_limit
+        .as_deref()
+        .map(parse_size)
+        .transpose()
+        .map_err(Failure::usage)?;
+    let options = crate::engine::EngineOptions {
+        memory_limit,
+        tz: cli.tz.clone(),
+    };
+    crate::engine::Engine::open(&archive_path(cli.archive.clone()), &options)
+        .map_err(Failure::runtime)
+}
+
+#[cfg(feature = "engine")]
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(Failure::runtime)
+}
+
+#[cfg(feature = "engine")]
+fn engine_failure(query: &str, e: crate::engine::EngineError, json: bool) -> Failure {
+    match e {
+        crate::engine::EngineError::Query(diagnostics) => {
+            if json {
+                emit(&format!("{}\n", diagnostics.to_json()));
+            } else {
+                let color =
+                    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+                eprint!("{}", quarry_grammar::render(query, &diagnostics, color));
+            }
+            Failure {
+                code: 2,
+                message: String::new(),
+            }
+        }
+        crate::engine::EngineError::Lower(e) => {
+            if json {
+                emit(&format!(
+                    "{}\n",
+                    serde_json::json!({"diagnostics": [{"code": lower_code(&e), "message": e.to_string()}]})
+                ));
+                Failure {
+                    code: 2,
+                    message: String::new(),
+                }
+            } else {
+                Failure::usage(e)
+            }
+        }
+        other => Failure::runtime(other),
+    }
+}
+
+#[cfg(feature = "engine")]
+fn lower_code(e: &crate::lower::LowerError) -> &'static str {
+    match e {
+        crate::lower::LowerError::EmbeddingsUnavailable => "embeddings_unavailable",
+        crate::lower::LowerError::LaneUnavailable(_) => "lane_unavailable",
+        crate::lower::LowerError::Plan(_) => "unplannable",
+        crate::lower::LowerError::DataFusion(_) => "plan_error",
+    }
+}
+
+#[cfg(feature = "engine")]
+fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
+    let format = match cli.format {
+        Format::Table => crate::output::ResultFormat::Table,
+        Format::Json => crate::output::ResultFormat::Json,
+        Format::Ndjson => crate::output::ResultFormat::Ndjson,
+        Format::Csv => crate::output::ResultFormat::Csv,
+        Format::Yaml => crate::output::ResultFormat::Yaml,
+    };
+    let engine = engine(cli)?;
+    let caps = crate::engine::Caps {
+        limit: cli.limit,
+        offset: cli.offset,
+    };
+    let answer = runtime()?
+        .block_on(engine.run(query, caps))
+        .map_err(|e| engine_failure(query, e, cli.format == Format::Json))?;
+    emit(&crate::output::render(&answer, format));
+    Ok(())
+}
+
+#[cfg(feature = "engine")]
+fn run_explain_plan(query: &str, cli: &Cli) -> Result<(), Failure> {
+    let engine = engine(cli)?;
+    let text = runtime()?
+        .block_on(engine.explain(query))
+        .map_err(|e| engine_failure(query, e, cli.format == Format::Json))?;
+    emit(&format!("{text}\n"));
+    Ok(())
+}
+
+#[cfg(not(feature = "engine"))]
+fn run_query(_query: &str, _cli: &Cli) -> Result<(), Failure> {
+    Err(Failure::usage(
+        "this quarry was built without the query engine (cargo feature `engine`); `quarry explain QUERY` shows how a query parses",
+    ))
+}
+
+#[cfg(not(feature = "engine"))]
+fn run_explain_plan(query: &str, cli: &Cli) -> Result<(), Failure> {
+    run_query(query, cli)
+}
+
+/// Parses a size: `256MB`, `2GB`, `512MiB`, `1048576`.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("not a size: {text} (try 256MB)"))?;
+    let scale: f64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1.0,
+        "K" | "KB" => 1e3,
+        "KIB" => 1024.0,
+        "M" | "MB" => 1e6,
+        "MIB" => 1024.0 * 1024.0,
+        "G" | "GB" => 1e9,
+        "GIB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(format!("not a size: {text} (try 256MB)")),
+    };
+    Ok((value * scale) as usize)
 }
 
 /// Maps a verb's exit code to a result (2: the message was already printed).

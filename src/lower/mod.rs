@@ -1,0 +1,412 @@
+//! Lowering: a resolved query (`quarry_grammar::resolve::Resolved`) → a DataFusion
+//! `LogicalPlan` over the archive's tables. Predicates become filters (`predicate`); the pipeline
+//! stages become aggregate, sort, projection and limit nodes; `with` projections become window
+//! plans computed per session. Nothing here executes; `engine` runs the plans.
+
+pub mod clock;
+pub mod predicate;
+pub mod tables;
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::{DataType, TimeUnit};
+use datafusion::common::DataFusionError;
+use datafusion::functions::expr_fn::date_trunc;
+use datafusion::functions_aggregate::expr_fn::{
+    avg, count, count_distinct, max, median, min, stddev, sum,
+};
+use datafusion::functions_window::expr_fn::row_number;
+use datafusion::logical_expr::{
+    Expr, ExprFunctionExt, JoinType, LogicalPlan, LogicalPlanBuilder, SortExpr, cast, col, ident,
+    in_subquery, lit,
+};
+use quarry_grammar::registry::{Source, UnitId, unit_def};
+use quarry_grammar::resolve::{
+    AggFunction, ColumnRef, FieldScope, GroupKey, Metric, PipelineStage, Resolved,
+    ResolvedProjection, SortKey,
+};
+
+use self::clock::Clock;
+use self::predicate::PredicateLowerer;
+use self::tables::Tables;
+
+/// Why a query could not be lowered.
+#[derive(Debug, thiserror::Error)]
+pub enum LowerError {
+    /// A `near:` / `semantic:` leaf: no embeddings in this archive.
+    #[error(
+        "embeddings unavailable: semantic and near: leaves need a vector index, which this archive does not have; use a text leaf (~\"...\") instead"
+    )]
+    EmbeddingsUnavailable,
+    /// A retrieval lane that is not available.
+    #[error("lane unavailable: `{0}` names a retrieval lane this archive does not have")]
+    LaneUnavailable(String),
+    /// A query the lowering cannot express.
+    #[error("cannot plan the query: {0}")]
+    Plan(String),
+    /// DataFusion refused the plan.
+    #[error(transparent)]
+    DataFusion(DataFusionError),
+}
+
+/// The column linking rows of `unit` to their session.
+pub fn session_key(unit: UnitId) -> Option<&'static str> {
+    match unit {
+        UnitId::Sessions => Some("session_id"),
+        UnitId::Assertions => Some("target_ref"),
+        UnitId::Delegations => Some("parent_session_id"),
+        other => unit_def(other).session_column,
+    }
+}
+
+/// A lowered query: the main plan, the plan of its rows before aggregation (for `input_rows`),
+/// and the plans of attached rows (`with` projections).
+pub struct Lowered {
+    /// The result rows.
+    pub plan: LogicalPlan,
+    /// The rows an aggregate reduces (aggregate queries only).
+    pub input: Option<LogicalPlan>,
+    /// Attached rows per projection: (unit name, plan with a `session_id` column).
+    pub attachments: Vec<(&'static str, LogicalPlan)>,
+    /// Offset and limit the query itself applies (they do not set `truncated`).
+    pub own_limit: Option<usize>,
+}
+
+/// Lowers `resolved` with the archive's `tables` and `clock`.
+pub fn lower(resolved: &Resolved, tables: &Tables, clock: &Clock) -> Result<Lowered, LowerError> {
+    let predicates = PredicateLowerer { tables, clock };
+    let unit = resolved.unit;
+    let def = unit_def(unit);
+    let mut builder = tables.scan(def.table)?;
+    let mut group: Option<Vec<GroupKey>> = None;
+    let mut aggregated = false;
+    let mut input = None;
+    let mut offset = 0usize;
+    let mut limit: Option<usize> = None;
+    let mut attachments = Vec::new();
+    let mut sort: Vec<SortExpr> = Vec::new();
+    let session_columns = session_refs(resolved);
+    let mut joined_sessions = false;
+
+    for stage in &resolved.pipeline_stages {
+        match stage {
+            PipelineStage::SessionScope { predicate } => {
+                let expr = predicates.lower(predicate, UnitId::Sessions)?;
+                let key = session_key(unit).ok_or_else(|| {
+                    LowerError::Plan(format!("{} rows have no session", def.name))
+                })?;
+                let sessions = tables
+                    .scan("sessions")?
+                    .filter(expr)?
+                    .project(vec![col("session_id")])?
+                    .build()?;
+                builder = builder.filter(in_subquery(col(key), Arc::new(sessions)))?;
+            }
+            PipelineStage::Source { .. } => {}
+            PipelineStage::Filter { predicate } => {
+                builder = builder.filter(predicates.lower(predicate, unit)?)?;
+            }
+            PipelineStage::GroupBy { keys } => {
+                if !session_columns.is_empty() && !joined_sessions {
+                    builder = join_sessions(builder, tables, unit, &session_columns)?;
+                    joined_sessions = true;
+                }
+                group = Some(keys.clone());
+            }
+            PipelineStage::Aggregate { metrics, .. } => {
+                if !session_columns.is_empty() && !joined_sessions {
+                    builder = join_sessions(builder, tables, unit, &session_columns)?;
+                    joined_sessions = true;
+                }
+                input = Some(builder.clone().build()?);
+                let keys = group.take().unwrap_or_default();
+                let group_exprs = keys
+                    .iter()
+                    .map(|k| group_expr(k, clock))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let metric_exprs = metrics
+                    .iter()
+                    .map(metric_expr)
+                    .collect::<Result<Vec<_>, _>>()?;
+                builder = builder.aggregate(group_exprs, metric_exprs)?;
+                aggregated = true;
+                // Buckets come out in key order unless a sort stage says otherwise.
+                sort = keys
+                    .iter()
+                    .map(|k| ident(key_label(k)).sort(true, true))
+                    .collect();
+            }
+            PipelineStage::Sort { key, descending } => {
+                if !aggregated && !session_columns.is_empty() && !joined_sessions {
+                    builder = join_sessions(builder, tables, unit, &session_columns)?;
+                    joined_sessions = true;
+                }
+                sort = sort_exprs(key, *descending, aggregated, resolved, &sort)?;
+                builder = builder.sort(sort.clone())?;
+                sort.clear();
+            }
+            PipelineStage::Select { columns } => {
+                if !aggregated && !session_columns.is_empty() && !joined_sessions {
+                    builder = join_sessions(builder, tables, unit, &session_columns)?;
+                    joined_sessions = true;
+                }
+                if !sort.is_empty() {
+                    builder = builder.sort(std::mem::take(&mut sort))?;
+                }
+                let exprs = columns
+                    .iter()
+                    .map(|c| column_expr(c).map(|e| e.alias(c.field.clone())))
+                    .collect::<Result<Vec<_>, _>>()?;
+                builder = builder.project(exprs)?;
+            }
+            PipelineStage::Offset { n } => offset = usize::try_from(*n).unwrap_or(usize::MAX),
+            PipelineStage::Limit { n } => limit = Some(usize::try_from(*n).unwrap_or(usize::MAX)),
+            PipelineStage::Project { projections } => {
+                let sessions_plan = builder.clone().project(vec![col("session_id")])?.build()?;
+                for projection in projections {
+                    attachments.push(attachment(projection, tables, &sessions_plan)?);
+                }
+            }
+        }
+    }
+    if !sort.is_empty() {
+        builder = builder.sort(sort)?;
+    }
+    if joined_sessions && !aggregated {
+        // Keep the unit's own columns (and any selected session columns) only.
+        let schema = builder.schema().clone();
+        let keep: Vec<Expr> = schema
+            .fields()
+            .iter()
+            .filter(|f| f.name() != "__session_key")
+            .map(|f| ident(f.name().clone()))
+            .collect();
+        builder = builder.project(keep)?;
+    }
+    let own_limit = limit;
+    if offset > 0 || limit.is_some() {
+        builder = builder.limit(offset, limit)?;
+    }
+    Ok(Lowered {
+        plan: builder.build()?,
+        input,
+        attachments,
+        own_limit,
+    })
+}
+
+/// Every `session.<field>` column the pipeline reads (group keys, metrics, sort, select).
+fn session_refs(resolved: &Resolved) -> Vec<ColumnRef> {
+    let mut refs: Vec<ColumnRef> = Vec::new();
+    let mut push = |c: &ColumnRef| {
+        if c.scope == FieldScope::Session && !refs.iter().any(|r| r.field == c.field) {
+            refs.push(c.clone());
+        }
+    };
+    for stage in &resolved.pipeline_stages {
+        match stage {
+            PipelineStage::GroupBy { keys } => keys.iter().for_each(|k| {
+                if let GroupKey::Field { column, .. } = k {
+                    push(column);
+                }
+            }),
+            PipelineStage::Aggregate { metrics, .. } => metrics
+                .iter()
+                .filter_map(|m| m.column.as_ref())
+                .for_each(&mut push),
+            PipelineStage::Sort {
+                key: SortKey::Field { column },
+                ..
+            } => push(column),
+            PipelineStage::Select { columns } => columns.iter().for_each(&mut push),
+            _ => {}
+        }
+    }
+    refs
+}
+
+/// Left-joins the owning session's columns, named `session.<field>`.
+fn join_sessions(
+    builder: LogicalPlanBuilder,
+    tables: &Tables,
+    unit: UnitId,
+    refs: &[ColumnRef],
+) -> Result<LogicalPlanBuilder, LowerError> {
+    let key = session_key(unit)
+        .ok_or_else(|| LowerError::Plan(format!("{} rows have no session", unit_def(unit).name)))?;
+    let mut exprs = vec![col("session_id").alias("__session_key")];
+    for r in refs {
+        let column = r
+            .source
+            .column()
+            .ok_or_else(|| LowerError::Plan(format!("session.{} has no column", r.field)))?;
+        exprs.push(col(column).alias(format!("session.{}", r.field)));
+    }
+    let sessions = tables.scan("sessions")?.project(exprs)?.build()?;
+    Ok(builder.join(
+        sessions,
+        JoinType::Left,
+        (vec![key], vec!["__session_key"]),
+        None,
+    )?)
+}
+
+/// The expression of a column reference (own column, or a joined `session.` column).
+fn column_expr(c: &ColumnRef) -> Result<Expr, LowerError> {
+    match (c.scope, &c.source) {
+        (FieldScope::Session, _) => Ok(ident(format!("session.{}", c.field))),
+        (FieldScope::Own, Source::Column { column }) => Ok(col(*column)),
+        _ => Err(LowerError::Plan(format!(
+            "`{}` is not a column of the rows",
+            c.field
+        ))),
+    }
+}
+
+fn key_label(key: &GroupKey) -> String {
+    match key {
+        GroupKey::Field { label, .. } | GroupKey::Time { label, .. } => label.clone(),
+    }
+}
+
+fn group_expr(key: &GroupKey, clock: &Clock) -> Result<Expr, LowerError> {
+    match key {
+        GroupKey::Field { column, label } => Ok(column_expr(column)?.alias(label.clone())),
+        GroupKey::Time {
+            bucket,
+            column,
+            label,
+        } => {
+            let zoned = cast(
+                col(*column),
+                DataType::Timestamp(TimeUnit::Millisecond, Some(clock.zone_name().into())),
+            );
+            Ok(date_trunc(lit(*bucket), zoned).alias(label.clone()))
+        }
+    }
+}
+
+fn metric_expr(metric: &Metric) -> Result<Expr, LowerError> {
+    let value = || -> Result<Expr, LowerError> {
+        let c = metric
+            .column
+            .as_ref()
+            .ok_or_else(|| LowerError::Plan(format!("{} needs a field", metric.label)))?;
+        column_expr(c)
+    };
+    let numeric = || -> Result<Expr, LowerError> { Ok(cast(value()?, DataType::Float64)) };
+    let counted = || -> Result<Expr, LowerError> {
+        // Booleans count as 0/1 in sum and avg.
+        Ok(cast(value()?, DataType::Int64))
+    };
+    let expr = match metric.function {
+        AggFunction::Count => count(lit(1i64)),
+        AggFunction::CountDistinct => count_distinct(value()?),
+        AggFunction::Sum => sum(counted()?),
+        AggFunction::Avg => avg(counted()?),
+        AggFunction::Min => min(value()?),
+        AggFunction::Max => max(value()?),
+        AggFunction::Median => median(numeric()?),
+        AggFunction::Stddev => stddev(numeric()?),
+        AggFunction::Percentile(p) => quarry_udf::functions::percentile_nearest_rank(value()?, p),
+    };
+    Ok(expr.alias(metric.label.clone()))
+}
+
+fn sort_exprs(
+    key: &SortKey,
+    descending: bool,
+    aggregated: bool,
+    resolved: &Resolved,
+    key_sort: &[SortExpr],
+) -> Result<Vec<SortExpr>, LowerError> {
+    let asc = !descending;
+    Ok(match key {
+        SortKey::Time { column } => vec![col(*column).sort(asc, !asc)],
+        SortKey::Count => vec![ident("count").sort(asc, !asc)],
+        SortKey::Metric { label } => vec![ident(label.clone()).sort(asc, !asc)],
+        SortKey::Key => {
+            if aggregated {
+                key_sort
+                    .iter()
+                    .map(|s| s.expr.clone().sort(asc, !asc))
+                    .collect()
+            } else {
+                let def = unit_def(resolved.unit);
+                vec![col(def.columns.first().copied().unwrap_or("rowid")).sort(asc, !asc)]
+            }
+        }
+        SortKey::Field { column } => {
+            let expr = if aggregated {
+                ident(column.field.clone())
+            } else {
+                column_expr(column)?
+            };
+            vec![expr.sort(asc, !asc)]
+        }
+    })
+}
+
+/// The attached rows of one `with` projection: the unit's rows of the selected sessions,
+/// bracket filters applied, and `first:N` / `last:N` taken exactly per session by a window.
+fn attachment(
+    projection: &ResolvedProjection,
+    tables: &Tables,
+    sessions: &LogicalPlan,
+) -> Result<(&'static str, LogicalPlan), LowerError> {
+    let def = unit_def(projection.unit);
+    let key = session_key(projection.unit)
+        .ok_or_else(|| LowerError::Plan(format!("{} rows have no session", def.name)))?;
+    let mut builder = tables
+        .scan(def.table)?
+        .filter(in_subquery(col(key), Arc::new(sessions.clone())))?;
+    for (field, value) in &projection.filters {
+        let f = def
+            .field(field)
+            .ok_or_else(|| LowerError::Plan(format!("{} has no field {field}", def.name)))?;
+        let column = f
+            .source
+            .column()
+            .ok_or_else(|| LowerError::Plan(format!("{field} is not a column")))?;
+        let test = if f.is_bool() {
+            col(column).eq(lit(value.eq_ignore_ascii_case("true")))
+        } else if let Ok(n) = value.parse::<i64>() {
+            if matches!(
+                f.kind,
+                quarry_grammar::registry::FieldKind::Count
+                    | quarry_grammar::registry::FieldKind::Number
+            ) {
+                col(column).eq(lit(n))
+            } else {
+                col(column).eq(lit(value.clone()))
+            }
+        } else {
+            col(column).eq(lit(value.clone()))
+        };
+        builder = builder.filter(test)?;
+    }
+    let time = def.time_column.unwrap_or(key);
+    if let Some(window) = projection.window {
+        let order = vec![col(time).sort(!window.last, window.last)];
+        builder = builder
+            .window(vec![
+                row_number()
+                    .partition_by(vec![col(key)])
+                    .order_by(order)
+                    .build()?
+                    .alias("__rank"),
+            ])?
+            .filter(col("__rank").lt_eq(lit(window.n as i64)))?;
+    }
+    builder = builder.sort(vec![col(key).sort(true, true), col(time).sort(true, true)])?;
+    let columns: Vec<Expr> = if projection.columns.is_empty() {
+        def.columns.iter().map(|c| col(*c)).collect()
+    } else {
+        let mut cols: Vec<Expr> = projection.columns.iter().map(|c| col(c.as_str())).collect();
+        if !projection.columns.iter().any(|c| c == key) {
+            cols.insert(0, col(key));
+        }
+        cols
+    };
+    Ok((def.name, builder.project(columns)?.build()?))
+}
