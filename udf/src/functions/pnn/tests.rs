@@ -40,6 +40,12 @@ fn oracle<T: Copy>(values: &[T], p: u8, cmp: impl Fn(&T, &T) -> std::cmp::Orderi
     sorted.get(rank - 1).copied()
 }
 
+/// Per group: the answers for the float, integer and boolean (as 0/1) columns.
+type Answers = BTreeMap<i64, (Option<f64>, Option<i64>, Option<i64>)>;
+
+/// Per group: the non-NULL float, integer and boolean values.
+type Values = BTreeMap<i64, (Vec<f64>, Vec<i64>, Vec<i64>)>;
+
 /// One row: group, float value, integer value, boolean value.
 type Row = (i64, Option<f64>, Option<i64>, Option<bool>);
 
@@ -114,10 +120,7 @@ fn context_with(rows: &[Row], batch: usize, config: SessionConfig) -> Result<Ses
 }
 
 /// Runs a query with columns `(g: Int64, a: Float64, b: Int64, c: Int64)` into a map by `g`.
-async fn by_group(
-    ctx: &SessionContext,
-    sql: &str,
-) -> Result<BTreeMap<i64, (Option<f64>, Option<i64>, Option<i64>)>> {
+async fn by_group(ctx: &SessionContext, sql: &str) -> Result<Answers> {
     let mut out = BTreeMap::new();
     for b in ctx.sql(sql).await?.collect().await? {
         let g = b.column(0).as_primitive::<Int64Type>();
@@ -134,12 +137,8 @@ async fn by_group(
 }
 
 /// The oracle's answer per group for the rows that pass `keep`.
-fn expected(
-    rows: &[Row],
-    p: u8,
-    keep: impl Fn(&Row) -> bool,
-) -> BTreeMap<i64, (Option<f64>, Option<i64>, Option<i64>)> {
-    let mut groups: BTreeMap<i64, (Vec<f64>, Vec<i64>, Vec<i64>)> = BTreeMap::new();
+fn expected(rows: &[Row], p: u8, keep: impl Fn(&Row) -> bool) -> Answers {
+    let mut groups = Values::new();
     for r in rows {
         let e = groups.entry(r.0).or_default();
         if !keep(r) {
@@ -422,7 +421,7 @@ fn size_counts_the_values() -> Result<()> {
     let empty = acc.size();
     let values: ArrayRef = Arc::new(Float64Array::from_iter_values((0..1000).map(f64::from)));
     let groups: Vec<usize> = (0..1000).map(|i| i % 10).collect();
-    acc.update_batch(&[values.clone()], &groups, None, 10)?;
+    acc.update_batch(std::slice::from_ref(&values), &groups, None, 10)?;
     assert!(acc.size() >= empty + 1000 * (8 + 4));
     let mut one = NearestRankAccumulator::<Float64Type>::new(90, DataType::Float64);
     let empty = one.size();
