@@ -167,7 +167,13 @@ fn oracle(archive: &Path, sql: &str) -> Vec<Vec<Value>> {
 
 /// Numbers compared as f64 with a relative tolerance for averages; everything else exactly.
 fn same(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
+    // SQLite stores booleans as 0/1.
+    let number = |v: &Value| {
+        v.as_bool()
+            .map(|b| if b { 1.0 } else { 0.0 })
+            .or_else(|| v.as_f64())
+    };
+    match (number(a), number(b)) {
         (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0),
         _ => a == b,
     }

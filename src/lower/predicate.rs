@@ -73,7 +73,7 @@ impl PredicateLowerer<'_> {
                 predicate,
             } => {
                 let child_def = unit_def(*child);
-                let key = child_def.session_column.ok_or_else(|| {
+                let key = session_key(*child).ok_or_else(|| {
                     plan_err(format!("{} rows have no owning session", child_def.name))
                 })?;
                 let inner = self.lower(predicate, *child)?;
@@ -191,7 +191,6 @@ impl PredicateLowerer<'_> {
                         "attachments" | "attachment" => vec![lit("image"), lit("document")],
                         stored => vec![lit(stored.to_string())],
                     };
-                    let column = if other == "summary" { "type" } else { "type" };
                     let table = if other == "summary" {
                         "messages"
                     } else {
@@ -200,7 +199,7 @@ impl PredicateLowerer<'_> {
                     let plan = self
                         .tables
                         .scan(table)?
-                        .filter(col(column).in_list(types, false))?
+                        .filter(col("type").in_list(types, false))?
                         .project(vec![col("session_id")])?
                         .build()?;
                     in_subquery(col("session_id"), Arc::new(plan))
