@@ -92,13 +92,34 @@ pub fn tag(
 ) -> Result<String, AssertionError> {
     let target = resolve_session(conn, session)?;
     let now = chrono::Utc::now().timestamp_millis();
-    let a = Assertion {
-        assertion_id: format!("tag-{}", short_hash(&[&target, tag])),
-        target_ref: target.clone(),
+    let mut a = user_assertion(
+        format!("tag-{}", short_hash(&[&target, tag])),
+        &target,
+        "tag",
+        author,
+        now,
+    );
+    a.key = Some("tag".into());
+    a.value = Some(tag.to_string());
+    upsert(conn, &[a])?;
+    Ok(target)
+}
+
+/// An active, private assertion of `kind` by the user about `target`, with no key, value or body.
+fn user_assertion(
+    id: String,
+    target: &str,
+    kind: &str,
+    author: Option<&str>,
+    now: i64,
+) -> Assertion {
+    Assertion {
+        assertion_id: id,
+        target_ref: target.to_string(),
         scope_ref: None,
-        kind: "tag".into(),
-        key: Some("tag".into()),
-        value: Some(tag.to_string()),
+        kind: kind.to_string(),
+        key: None,
+        value: None,
         body_text: None,
         author_ref: author.map(str::to_string),
         author_kind: "user".into(),
@@ -107,9 +128,7 @@ pub fn tag(
         evidence_refs: "[]".into(),
         created_at_ms: now,
         updated_at_ms: now,
-    };
-    upsert(conn, &[a])?;
-    Ok(target)
+    }
 }
 
 /// Adds a note to a session. Returns the assertion id.
@@ -122,22 +141,8 @@ pub fn note(
     let target = resolve_session(conn, session)?;
     let now = chrono::Utc::now().timestamp_millis();
     let id = format!("note-{}", short_hash(&[&target, text, &now.to_string()]));
-    let a = Assertion {
-        assertion_id: id.clone(),
-        target_ref: target,
-        scope_ref: None,
-        kind: "note".into(),
-        key: None,
-        value: None,
-        body_text: Some(text.to_string()),
-        author_ref: author.map(str::to_string),
-        author_kind: "user".into(),
-        status: "active".into(),
-        visibility: "private".into(),
-        evidence_refs: "[]".into(),
-        created_at_ms: now,
-        updated_at_ms: now,
-    };
+    let mut a = user_assertion(id.clone(), &target, "note", author, now);
+    a.body_text = Some(text.to_string());
     upsert(conn, &[a])?;
     Ok(id)
 }
