@@ -1,39 +1,15 @@
 //! The engine end to end: every conformance positive executes on an archive ingested from the
-//! real corpus, and query results equal an oracle computed by hand-written SQL run by rusqlite
-//! directly on the archive (percentiles by sorting in the test).
+//! real corpus; `explain --plan` shows pushdown; exports stream to Parquet, Arrow and CSV files
+//! whose contents equal the archive read by rusqlite. (The differential test of answers against
+//! hand-written SQL is in `differential.rs`.)
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
-use quarry::engine::{Answer, Caps, Engine, EngineError, EngineOptions};
+use quarry::engine::{Caps, EngineError};
 use quarry::lower::LowerError;
-use serde_json::Value;
 
-use crate::support::{corpus, shared};
-
-/// One archive of the whole corpus, ingested once for all tests of this module.
-fn corpus_archive() -> Option<&'static PathBuf> {
-    static ARCHIVE: OnceLock<Option<(tempfile::TempDir, PathBuf)>> = OnceLock::new();
-    ARCHIVE
-        .get_or_init(|| {
-            let corpus = corpus()?;
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("archive.db");
-            let mut archive = quarry_providers::Archive::open(&path).unwrap();
-            quarry::ingest::ingest(
-                &mut archive,
-                &quarry::ingest::IngestOptions {
-                    paths: vec![corpus],
-                    owner: Some("test".into()),
-                    progress: false,
-                },
-            )
-            .unwrap();
-            Some((dir, path))
-        })
-        .as_ref()
-        .map(|(_, p)| p)
-}
+use crate::differential::{corpus_archive, engine, sql_rows};
+use crate::support::{quarry, shared};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -41,23 +17,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
-}
-
-fn engine(path: &Path) -> Engine {
-    // SAFETY of the test: QUARRY_NOW is read at open; tests use absolute dates or a fixed now.
-    Engine::open(
-        path,
-        &EngineOptions {
-            memory_limit: None,
-            tz: Some("UTC".into()),
-        },
-    )
-    .unwrap()
-}
-
-fn run(engine: &Engine, rt: &tokio::runtime::Runtime, query: &str) -> Answer {
-    rt.block_on(engine.run(query, Caps::default()))
-        .unwrap_or_else(|e| panic!("{query}: {e:?}"))
 }
 
 fn tsv(path: &Path) -> Vec<Vec<String>> {
@@ -125,216 +84,6 @@ fn every_conformance_positive_executes_on_the_corpus() {
     );
 }
 
-/// The rows of an answer as JSON arrays.
-fn rows(answer: &Answer) -> Vec<Vec<Value>> {
-    let Value::Array(rows) = quarry::output::rows(&answer.rows) else {
-        panic!()
-    };
-    rows.into_iter()
-        .map(|r| match r {
-            Value::Array(v) => v,
-            _ => panic!(),
-        })
-        .collect()
-}
-
-/// The rows of an SQLite query, as JSON.
-fn oracle(archive: &Path, sql: &str) -> Vec<Vec<Value>> {
-    let conn =
-        rusqlite::Connection::open_with_flags(archive, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .unwrap();
-    let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let n = stmt.column_count();
-    stmt.query_map([], |r| {
-        (0..n)
-            .map(|i| {
-                Ok(match r.get_ref(i)? {
-                    rusqlite::types::ValueRef::Null => Value::Null,
-                    rusqlite::types::ValueRef::Integer(v) => Value::from(v),
-                    rusqlite::types::ValueRef::Real(v) => Value::from(v),
-                    rusqlite::types::ValueRef::Text(t) => {
-                        Value::from(String::from_utf8_lossy(t).to_string())
-                    }
-                    rusqlite::types::ValueRef::Blob(_) => Value::Null,
-                })
-            })
-            .collect()
-    })
-    .unwrap()
-    .collect::<Result<_, _>>()
-    .unwrap()
-}
-
-/// Numbers compared as f64 with a relative tolerance for averages; everything else exactly.
-fn same(a: &Value, b: &Value) -> bool {
-    // SQLite stores booleans as 0/1.
-    let number = |v: &Value| {
-        v.as_bool()
-            .map(|b| if b { 1.0 } else { 0.0 })
-            .or_else(|| v.as_f64())
-    };
-    match (number(a), number(b)) {
-        (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0),
-        _ => a == b,
-    }
-}
-
-fn assert_same(query: &str, got: &[Vec<Value>], want: &[Vec<Value>]) {
-    assert_eq!(
-        got.len(),
-        want.len(),
-        "{query}: {} rows, oracle {}",
-        got.len(),
-        want.len()
-    );
-    for (g, w) in got.iter().zip(want) {
-        assert!(
-            g.len() == w.len() && g.iter().zip(w).all(|(a, b)| same(a, b)),
-            "{query}: {g:?} != {w:?}"
-        );
-    }
-}
-
-/// Nearest-rank percentile by sorting, in the test.
-fn nearest_rank(mut values: Vec<i64>, p: usize) -> Option<i64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_unstable();
-    let n = values.len();
-    let rank = (1..=n).find(|k| 100 * k >= p * n)?;
-    values.get(rank - 1).copied()
-}
-
-#[test]
-fn results_equal_the_sqlite_oracle() {
-    let Some(archive) = corpus_archive() else {
-        return;
-    };
-    let rt = runtime();
-    let engine = engine(archive);
-    let cases: &[(&str, &str)] = &[
-        ("messages | count", "SELECT COUNT(*) FROM messages"),
-        (
-            "messages | group by role | count",
-            "SELECT role, COUNT(*) FROM messages GROUP BY role ORDER BY role",
-        ),
-        (
-            "messages where role:assistant | count",
-            "SELECT COUNT(*) FROM messages WHERE role = 'assistant'",
-        ),
-        (
-            "messages where role:assistant AND type:text | count",
-            "SELECT COUNT(*) FROM messages WHERE role = 'assistant' AND type = 'text'",
-        ),
-        (
-            "messages | group by role | agg count, sum:word_count, min:word_count, max:word_count",
-            "SELECT role, COUNT(*), SUM(word_count), MIN(word_count), MAX(word_count) FROM messages GROUP BY role ORDER BY role",
-        ),
-        (
-            "messages | group by role | agg avg:word_count",
-            "SELECT role, AVG(word_count) FROM messages GROUP BY role ORDER BY role",
-        ),
-        (
-            "actions | group by semantic_type | agg count, avg:is_error",
-            "SELECT semantic_type, COUNT(*), AVG(is_error) FROM actions GROUP BY semantic_type ORDER BY semantic_type",
-        ),
-        (
-            "actions where is_error:true | count",
-            "SELECT COUNT(*) FROM actions WHERE is_error = 1",
-        ),
-        (
-            "sessions | group by origin | count",
-            "SELECT origin, COUNT(*) FROM sessions GROUP BY origin ORDER BY origin",
-        ),
-        (
-            "sessions | agg count, sum:input_tokens, sum:output_tokens",
-            "SELECT COUNT(*), SUM(input_tokens), SUM(output_tokens) FROM sessions",
-        ),
-        (
-            "usage | group by model | agg sum:output_tokens",
-            "SELECT model, SUM(output_tokens) FROM usage GROUP BY model ORDER BY model NULLS FIRST",
-        ),
-        (
-            "messages where session.origin:codex-session | count",
-            "SELECT COUNT(*) FROM messages WHERE session_id IN (SELECT session_id FROM sessions WHERE lower(origin) = 'codex-session')",
-        ),
-        (
-            "sessions where tool:Bash | count",
-            "SELECT COUNT(*) FROM sessions WHERE session_id IN (SELECT session_id FROM actions WHERE lower(tool_name) = 'bash')",
-        ),
-        (
-            "sessions where exists action(is_error:true) | count",
-            "SELECT COUNT(*) FROM sessions WHERE session_id IN (SELECT session_id FROM actions WHERE is_error = 1)",
-        ),
-        (
-            "sessions where origin:claude-code-session | actions where is_error:true | count",
-            "SELECT COUNT(*) FROM actions WHERE is_error = 1 AND session_id IN (SELECT session_id FROM sessions WHERE lower(origin) = 'claude-code-session')",
-        ),
-        (
-            "messages | group by session.origin | count",
-            "SELECT s.origin, COUNT(*) FROM messages m LEFT JOIN sessions s ON s.session_id = m.session_id GROUP BY s.origin ORDER BY s.origin",
-        ),
-        (
-            "messages where words >= 100 | count",
-            "SELECT COUNT(*) FROM messages WHERE word_count >= 100",
-        ),
-        (
-            "messages where words between 10 and 20 | count",
-            "SELECT COUNT(*) FROM messages WHERE word_count BETWEEN 10 AND 20",
-        ),
-        (
-            "files | agg count, count_distinct:path",
-            "SELECT COUNT(*), COUNT(DISTINCT path) FROM files",
-        ),
-        (
-            "turns | group by committed | count",
-            "SELECT committed, COUNT(*) FROM turns GROUP BY committed ORDER BY committed",
-        ),
-    ];
-    for (query, sql) in cases {
-        let answer = run(&engine, &rt, query);
-        assert_same(query, &rows(&answer), &oracle(archive, sql));
-    }
-    // Percentiles: nearest rank over every row, per group, against a sort in the test.
-    let answer = run(
-        &engine,
-        &rt,
-        "messages | group by role | agg count, p50:word_count, p90:word_count, p99:word_count",
-    );
-    let got = rows(&answer);
-    for row in &got {
-        let role = row[0].as_str().unwrap();
-        let values: Vec<i64> = oracle(
-            archive,
-            &format!(
-                "SELECT word_count FROM messages WHERE role = '{role}' AND word_count IS NOT NULL"
-            ),
-        )
-        .into_iter()
-        .map(|r| r[0].as_i64().unwrap())
-        .collect();
-        for (i, p) in [50, 90, 99].iter().enumerate() {
-            let want = nearest_rank(values.clone(), *p)
-                .map(Value::from)
-                .unwrap_or(Value::Null);
-            assert!(
-                same(&row[2 + i], &want),
-                "p{p} of {role}: {} != {want}",
-                row[2 + i]
-            );
-        }
-    }
-    assert_eq!(
-        answer.input_rows,
-        Some(
-            oracle(archive, "SELECT COUNT(*) FROM messages")[0][0]
-                .as_u64()
-                .unwrap() as usize
-        )
-    );
-}
-
 #[test]
 fn explain_plan_shows_pushdown_into_the_scan() {
     let Some(archive) = corpus_archive() else {
@@ -363,4 +112,191 @@ fn explain_plan_shows_pushdown_into_the_scan() {
             .any(|l| l.contains("SqliteScanExec: table=sessions")),
         "{text}"
     );
+}
+
+/// The rows of Parquet and Arrow IPC files, read back with the parquet and arrow readers.
+fn read_batches(path: &Path) -> Vec<datafusion::arrow::record_batch::RecordBatch> {
+    let file = std::fs::File::open(path).unwrap();
+    if path.extension().is_some_and(|e| e == "parquet") {
+        datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    } else {
+        datafusion::arrow::ipc::reader::FileReader::try_new(file, None)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+}
+
+fn file_rows(path: &Path) -> Vec<Vec<serde_json::Value>> {
+    let batches = read_batches(path);
+    let Some(first) = batches.first() else {
+        return Vec::new();
+    };
+    let set = quarry::engine::RowSet {
+        schema: first.schema(),
+        batches,
+    };
+    crate::differential::json_rows(&set)
+}
+
+fn sorted(mut rows: Vec<Vec<serde_json::Value>>) -> Vec<Vec<serde_json::Value>> {
+    rows.sort_by_key(|r| serde_json::Value::Array(r.clone()).to_string());
+    rows
+}
+
+#[test]
+fn a_sorted_export_streams_every_row_to_parquet_and_arrow() {
+    let Some(archive) = corpus_archive() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let query =
+        "messages | sort by time desc | select message_id, session_id, word_count, occurred_at_ms";
+    let want = sorted(sql_rows(
+        archive,
+        "SELECT message_id, session_id, word_count, occurred_at_ms FROM messages",
+    ));
+    assert!(want.len() > 1000);
+    for name in ["all.parquet", "all.arrow"] {
+        let path = dir.path().join(name);
+        let out = quarry(&[
+            "--archive",
+            &archive.display().to_string(),
+            query,
+            "-o",
+            &path.display().to_string(),
+            "--memory-limit",
+            "64MB",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("wrote {} rows (messages", want.len())),
+            "{stderr}"
+        );
+        assert!(!dir.path().join(format!("{name}.partial")).exists());
+        let got = file_rows(&path);
+        // Every row, and in time order (latest first; rows without a time come first).
+        let times: Vec<i64> = got.iter().filter_map(|r| r[3].as_i64()).collect();
+        assert!(times.windows(2).all(|w| w[0] >= w[1]), "{name} not sorted");
+        assert!(
+            got.iter().take_while(|r| r[3].is_null()).count()
+                == got.iter().filter(|r| r[3].is_null()).count(),
+            "{name}: rows without a time come first"
+        );
+        assert_eq!(sorted(got), want, "{name}");
+    }
+}
+
+#[test]
+fn exports_pick_the_format_from_the_extension_and_flags_may_follow_the_query() {
+    let Some(archive) = corpus_archive() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let archive = archive.display().to_string();
+    let csv = dir.path().join("roles.csv");
+    let out = quarry(&[
+        "--archive",
+        &archive,
+        "messages | group by role | count",
+        "-o",
+        &csv.display().to_string(),
+    ]);
+    assert!(out.status.success());
+    let mut want = String::from("role,count\n");
+    for row in sql_rows(
+        Path::new(&archive),
+        "SELECT role, COUNT(*) FROM messages GROUP BY role ORDER BY role",
+    ) {
+        want.push_str(&format!("{},{}\n", row[0].as_str().unwrap(), row[1]));
+    }
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), want);
+    // Flags after a query apply to it (they are not words of the query).
+    let out = quarry(&[
+        "--archive",
+        &archive,
+        "messages | count",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let total = sql_rows(Path::new(&archive), "SELECT COUNT(*) FROM messages")[0][0].clone();
+    assert_eq!(envelope["rows"][0][0], total);
+    // An extension naming no format is a usage error that creates no file.
+    let bad = dir.path().join("roles.txt");
+    let out = quarry(&[
+        "--archive",
+        &archive,
+        "messages | count",
+        "-o",
+        &bad.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".parquet"));
+    assert!(!bad.exists());
+}
+
+#[test]
+fn a_query_that_cannot_fit_the_memory_limit_fails_clearly_and_leaves_no_file() {
+    let Some(archive) = corpus_archive() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sorted.parquet");
+    let out = quarry(&[
+        "--archive",
+        &archive.display().to_string(),
+        "--memory-limit",
+        "100KB",
+        "messages | sort by words desc | select message_id, text",
+        "-o",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("needs more memory than --memory-limit allows"),
+        "{stderr}"
+    );
+    assert!(!path.exists());
+    assert!(!dir.path().join("sorted.parquet.partial").exists());
+}
+
+#[test]
+fn group_by_a_raw_column_counts_per_session() {
+    let Some(archive) = corpus_archive() else {
+        return;
+    };
+    let rt = runtime();
+    let engine = engine(archive);
+    let answer = rt
+        .block_on(engine.run(
+            "messages | group by session_id | agg count, p90:word_count",
+            Caps::default(),
+        ))
+        .unwrap();
+    let got = crate::differential::json_rows(&answer.rows);
+    let want = sql_rows(
+        archive,
+        "SELECT session_id, COUNT(*) FROM messages GROUP BY session_id ORDER BY session_id",
+    );
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g[..2], w[..], "per-session counts");
+    }
 }

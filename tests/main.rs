@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_input;
+#[cfg(feature = "engine")]
+mod differential;
 mod docs;
 #[cfg(feature = "engine")]
 mod engine;

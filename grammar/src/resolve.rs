@@ -1696,8 +1696,10 @@ impl<'q> Resolver<'q> {
             match unit.field(&fref.name).or_else(by_column) {
                 Some(f) => (f, FieldScope::Own, unit),
                 None => {
-                    // a raw column name is accepted for select
-                    if purpose == Purpose::Select && unit.has_column(&fref.name) {
+                    // A raw column of the unit's table (one no field reads, like
+                    // `session_id`) can be selected, grouped by, sorted by and counted
+                    // distinct; metrics need a field's kind.
+                    if purpose != Purpose::Metric && unit.has_column(&fref.name) {
                         let column = unit
                             .columns
                             .iter()

@@ -10,6 +10,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::DataFusionError;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::LogicalPlanBuilder;
+use datafusion::physical_plan::SendableRecordBatchStream;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use quarry_grammar::resolve::Resolved;
 
@@ -47,14 +48,36 @@ pub enum EngineError {
     /// A clock setting is wrong.
     #[error(transparent)]
     Clock(#[from] ClockError),
-    /// Execution failed (memory limit, archive error, ...).
+    /// The query needs more memory than the pool allows, even after spilling.
+    #[error(
+        "the query needs more memory than --memory-limit allows, even spilling to disk: {0}; raise --memory-limit, or narrow the query (a where, fewer groups or columns)"
+    )]
+    MemoryLimit(String),
+    /// `with` projections attach other units' rows, which a streamed export cannot hold.
+    #[error(
+        "a query with `with` projections cannot be streamed to {0}; export each unit with its own query, or use --format json"
+    )]
+    AttachmentsNotStreamable(&'static str),
+    /// Execution failed (archive error, ...).
     #[error("{0}")]
     Execution(DataFusionError),
 }
 
 impl From<DataFusionError> for EngineError {
     fn from(e: DataFusionError) -> Self {
-        EngineError::Execution(e)
+        match e.find_root() {
+            DataFusionError::ResourcesExhausted(message) => {
+                // DataFusion lists the top consumers first; the allocation that failed is last.
+                let failed = message
+                    .rsplit("Error: ")
+                    .next()
+                    .unwrap_or(message)
+                    .trim()
+                    .trim_end_matches('.');
+                EngineError::MemoryLimit(failed.to_string())
+            }
+            _ => EngineError::Execution(e),
+        }
     }
 }
 
@@ -146,17 +169,34 @@ impl Engine {
         Ok((resolved, lowered))
     }
 
+    /// Runs `query` and streams its rows (subject only to the caller's `caps`), for exports of
+    /// any size: nothing is collected. `format` names the destination in the error a `with`
+    /// projection gets.
+    pub async fn stream(
+        &self,
+        query: &str,
+        caps: Caps,
+        format: &'static str,
+    ) -> Result<(Resolved, SendableRecordBatchStream), EngineError> {
+        let (resolved, lowered) = self.plan(query).await?;
+        if !lowered.attachments.is_empty() {
+            return Err(EngineError::AttachmentsNotStreamable(format));
+        }
+        let plan = with_caps(lowered.plan, caps, 0)?;
+        let stream = self
+            .ctx
+            .execute_logical_plan(plan)
+            .await?
+            .execute_stream()
+            .await?;
+        Ok((resolved, stream))
+    }
+
     /// Runs `query` and collects every row (subject only to the caller's `caps`).
     pub async fn run(&self, query: &str, caps: Caps) -> Result<Answer, EngineError> {
         let (resolved, lowered) = self.plan(query).await?;
-        let mut plan = lowered.plan;
-        let offset = caps.offset.unwrap_or(0);
-        if caps.limit.is_some() || offset > 0 {
-            // One row more than the cap tells whether the cap cut anything.
-            plan = LogicalPlanBuilder::from(plan)
-                .limit(offset, caps.limit.map(|l| l.saturating_add(1)))?
-                .build()?;
-        }
+        // One row more than the cap tells whether the cap cut anything.
+        let plan = with_caps(lowered.plan, caps, 1)?;
         let df = self.ctx.execute_logical_plan(plan).await?;
         let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
         let mut batches = df.collect().await?;
@@ -222,6 +262,21 @@ impl Engine {
             .to_string();
         Ok(text)
     }
+}
+
+/// `plan` under the caller's caps, fetching `extra` rows beyond the limit.
+fn with_caps(
+    plan: datafusion::logical_expr::LogicalPlan,
+    caps: Caps,
+    extra: usize,
+) -> Result<datafusion::logical_expr::LogicalPlan, DataFusionError> {
+    let offset = caps.offset.unwrap_or(0);
+    if caps.limit.is_none() && offset == 0 {
+        return Ok(plan);
+    }
+    LogicalPlanBuilder::from(plan)
+        .limit(offset, caps.limit.map(|l| l.saturating_add(extra)))?
+        .build()
 }
 
 fn keep_rows(batches: Vec<RecordBatch>, mut remaining: usize) -> Vec<RecordBatch> {

@@ -20,7 +20,7 @@ use datafusion::logical_expr::{
     Expr, ExprFunctionExt, JoinType, LogicalPlan, LogicalPlanBuilder, SortExpr, cast, col, ident,
     in_subquery, lit,
 };
-use quarry_grammar::registry::{Source, UnitId, unit_def};
+use quarry_grammar::registry::{Source, Unit, UnitId, unit_def};
 use quarry_grammar::resolve::{
     AggFunction, ColumnRef, FieldScope, GroupKey, Metric, PipelineStage, Resolved,
     ResolvedProjection, SortKey,
@@ -313,6 +313,27 @@ fn metric_expr(metric: &Metric) -> Result<Expr, LowerError> {
     Ok(expr.alias(metric.label.clone()))
 }
 
+/// The order of a unit's rows within a session, total so that `first:N`/`last:N` pick the same
+/// rows every time: the session position where the unit has one (`position`, `seq`), else time
+/// (rows without a time last) and then the row's id.
+fn session_order(def: &Unit, key: &str, last: bool) -> Vec<SortExpr> {
+    let asc = !last;
+    if let Some(position) = ["position", "seq"]
+        .into_iter()
+        .find(|c| def.columns.contains(c))
+    {
+        return vec![col(position).sort(asc, false)];
+    }
+    let mut order = Vec::new();
+    if let Some(time) = def.time_column {
+        order.push(col(time).sort(asc, false));
+    }
+    if let Some(id) = def.columns.iter().find(|c| **c != key) {
+        order.push(col(*id).sort(asc, false));
+    }
+    order
+}
+
 fn sort_exprs(
     key: &SortKey,
     descending: bool,
@@ -385,20 +406,21 @@ fn attachment(
         };
         builder = builder.filter(test)?;
     }
-    let time = def.time_column.unwrap_or(key);
+    let order = |last: bool| session_order(def, key, last);
     if let Some(window) = projection.window {
-        let order = vec![col(time).sort(!window.last, window.last)];
         builder = builder
             .window(vec![
                 row_number()
                     .partition_by(vec![col(key)])
-                    .order_by(order)
+                    .order_by(order(window.last))
                     .build()?
                     .alias("__rank"),
             ])?
             .filter(col("__rank").lt_eq(lit(window.n as i64)))?;
     }
-    builder = builder.sort(vec![col(key).sort(true, true), col(time).sort(true, true)])?;
+    let mut sort = vec![col(key).sort(true, true)];
+    sort.extend(order(false));
+    builder = builder.sort(sort)?;
     let columns: Vec<Expr> = if projection.columns.is_empty() {
         def.columns.iter().map(|c| col(*c)).collect()
     } else {

@@ -1,5 +1,8 @@
 //! The result envelope shared by every surface, and one encoder per format. Encoders see only
-//! the envelope's record batches (STYLE point 8).
+//! the envelope's record batches (STYLE point 8); `export` writes the streaming formats batch by
+//! batch.
+
+pub mod export;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::datatypes::{
@@ -24,6 +27,17 @@ pub enum ResultFormat {
     Csv,
     /// The envelope as YAML.
     Yaml,
+    /// Arrow IPC file (streamed; binary).
+    Arrow,
+    /// Parquet file, zstd-compressed (streamed; binary).
+    Parquet,
+}
+
+impl ResultFormat {
+    /// Whether the format is binary (never written to a terminal).
+    pub fn is_binary(self) -> bool {
+        matches!(self, ResultFormat::Arrow | ResultFormat::Parquet)
+    }
 }
 
 /// The envelope of one answer as JSON.
@@ -182,10 +196,14 @@ pub fn render(answer: &Answer, format: ResultFormat) -> String {
         ResultFormat::Ndjson => ndjson(&answer.rows),
         ResultFormat::Csv => csv(&answer.rows),
         ResultFormat::Table => table(answer),
+        // Binary formats are streamed by `export`; an answer already collected is shown as
+        // its envelope.
+        ResultFormat::Arrow | ResultFormat::Parquet => format!("{}\n", envelope(answer)),
     }
 }
 
-fn ndjson(set: &RowSet) -> String {
+/// Rows as JSON objects, one per line.
+pub fn ndjson(set: &RowSet) -> String {
     let names: Vec<String> = set
         .schema
         .fields()
@@ -220,14 +238,26 @@ fn csv_field(v: &Value) -> String {
 }
 
 fn csv(set: &RowSet) -> String {
-    let mut out = set
-        .schema
+    let mut out = csv_header(&set.schema);
+    out.push_str(&csv_rows(set));
+    out
+}
+
+/// The CSV header line.
+pub fn csv_header(schema: &datafusion::arrow::datatypes::SchemaRef) -> String {
+    let mut out = schema
         .fields()
         .iter()
         .map(|f| csv_field(&Value::String(f.name().clone())))
         .collect::<Vec<_>>()
         .join(",");
     out.push('\n');
+    out
+}
+
+/// CSV lines of the rows (no header).
+pub fn csv_rows(set: &RowSet) -> String {
+    let mut out = String::new();
     if let Value::Array(rows) = rows(set) {
         for row in rows {
             if let Value::Array(values) = row {

@@ -196,6 +196,39 @@ fn tool_call(w: &mut Writer, cwd: &str) -> (&'static str, Value, String, bool) {
     }
 }
 
+/// Writes one lean Claude Code session: 10 to 90 turns of a short prompt and a one-block text
+/// answer (1 to 150 words), and counts it in the report.
+pub fn lean_session(w: &mut Writer) -> std::io::Result<()> {
+    let repo = REPOS[w.rng.random_range(0..REPOS.len())];
+    let mut ctx = Ctx {
+        session_id: w.uuid(),
+        cwd: format!("/home/dev/{repo}"),
+        branch: "main".into(),
+        model: MODELS[w.rng.random_range(0..MODELS.len())],
+        agent_id: None,
+        parent_uuid: None,
+        lines: Vec::new(),
+        messages: 0,
+    };
+    for _ in 0..w.rng.random_range(10..=90) {
+        let prompt = w.sentence(3, 20);
+        ctx.user_text(w, prompt);
+        let answer = w.sentence(1, 150);
+        ctx.response(w, vec![json!({"type": "text", "text": answer})]);
+    }
+    let project = ctx.cwd.replace('/', "-");
+    let path = w
+        .out
+        .join("claude")
+        .join("projects")
+        .join(&project)
+        .join(format!("{}.jsonl", ctx.session_id));
+    let lines = std::mem::take(&mut ctx.lines);
+    w.write_lines(&path, &lines)?;
+    w.report.messages += ctx.messages;
+    Ok(())
+}
+
 /// Writes one Claude Code session (and its subagents) and counts it in the report.
 pub fn session(w: &mut Writer) -> std::io::Result<()> {
     let repo = REPOS[w.rng.random_range(0..REPOS.len())];

@@ -23,6 +23,18 @@ pub enum Size {
     Sessions(u64),
 }
 
+/// What a generated session looks like.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Shape {
+    /// Claude Code and Codex sessions with tools, thinking, subagents and long outputs
+    /// (about 2.2 KB of transcript per message).
+    #[default]
+    Realistic,
+    /// Claude Code chat sessions of many short text turns (about 0.6 KB per message), for
+    /// archives of tens of millions of messages.
+    Lean,
+}
+
 /// What `generate` wrote.
 #[derive(Debug, Default, Serialize)]
 pub struct GenReport {
@@ -110,9 +122,9 @@ pub fn rfc3339(ms: i64) -> String {
         .to_string()
 }
 
-/// Writes a corpus of `size` into `out` from `seed`: `out/claude/projects/...` and
-/// `out/codex/sessions/YYYY/MM/DD/...`. The same seed and size write the same bytes.
-pub fn generate(out: &Path, size: Size, seed: u64) -> std::io::Result<GenReport> {
+/// Writes a corpus of `size` and `shape` into `out` from `seed`: `out/claude/projects/...` and
+/// `out/codex/sessions/YYYY/MM/DD/...`. The same seed, size and shape write the same bytes.
+pub fn generate(out: &Path, size: Size, shape: Shape, seed: u64) -> std::io::Result<GenReport> {
     std::fs::create_dir_all(out)?;
     let mut w = Writer {
         rng: ChaCha8Rng::seed_from_u64(seed),
@@ -129,9 +141,15 @@ pub fn generate(out: &Path, size: Size, seed: u64) -> std::io::Result<GenReport>
         if done {
             break;
         }
-        // Sessions start a few hours apart, spread over weeks.
-        w.clock_ms = BASE_MS + index as i64 * 3_600_000 * 5 + w.rng.random_range(0..3_600_000);
-        if w.rng.random_bool(0.7) {
+        // Sessions start hours apart (minutes for lean ones, which come by the hundred thousand).
+        let spacing_ms = match shape {
+            Shape::Realistic => 5 * 3_600_000,
+            Shape::Lean => 10 * 60_000,
+        };
+        w.clock_ms = BASE_MS + index as i64 * spacing_ms + w.rng.random_range(0..spacing_ms);
+        if shape == Shape::Lean {
+            claude::lean_session(&mut w)?;
+        } else if w.rng.random_bool(0.7) {
             claude::session(&mut w)?;
         } else {
             codex::session(&mut w)?;
@@ -146,7 +164,8 @@ pub fn generate(out: &Path, size: Size, seed: u64) -> std::io::Result<GenReport>
 pub fn demo(json: bool) -> Result<(), String> {
     let dir = tempfile_dir().map_err(|e| format!("cannot create a temporary folder: {e}"))?;
     let corpus = dir.join("corpus");
-    let report = generate(&corpus, Size::Sessions(40), 7).map_err(|e| e.to_string())?;
+    let report =
+        generate(&corpus, Size::Sessions(40), Shape::Realistic, 7).map_err(|e| e.to_string())?;
     let mut archive =
         quarry_providers::Archive::open(&dir.join("archive.db")).map_err(|e| e.to_string())?;
     let summary = crate::ingest::ingest(
