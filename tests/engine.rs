@@ -300,3 +300,57 @@ fn group_by_a_raw_column_counts_per_session() {
         assert_eq!(g[..2], w[..], "per-session counts");
     }
 }
+
+#[test]
+fn day_buckets_follow_an_iana_zone() {
+    use chrono::TimeZone;
+    use std::str::FromStr;
+    let Some(archive) = corpus_archive() else {
+        return;
+    };
+    let zone = "America/New_York";
+    let engine = quarry::engine::Engine::open(
+        archive,
+        &quarry::engine::EngineOptions {
+            memory_limit: None,
+            tz: Some(zone.into()),
+        },
+    )
+    .unwrap();
+    let answer = runtime()
+        .block_on(engine.run("messages | group by time:day | count", Caps::default()))
+        .unwrap();
+    let got: Vec<(Option<String>, i64)> = crate::differential::json_rows(&answer.rows)
+        .into_iter()
+        .map(|r| {
+            (
+                r[0].as_str().map(|t| t[..10].to_string()),
+                r[1].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    // The oracle: each message's local date by the zone database, counted here.
+    let tz = datafusion::arrow::array::timezone::Tz::from_str(zone).unwrap();
+    let mut want: std::collections::BTreeMap<Option<String>, i64> = Default::default();
+    for row in sql_rows(archive, "SELECT occurred_at_ms FROM messages") {
+        let day = row[0].as_i64().map(|ms| {
+            tz.timestamp_millis_opt(ms)
+                .unwrap()
+                .date_naive()
+                .to_string()
+        });
+        *want.entry(day).or_default() += 1;
+    }
+    assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+    // A zone that does not exist is a clear error.
+    let err = quarry::engine::Engine::open(
+        archive,
+        &quarry::engine::EngineOptions {
+            memory_limit: None,
+            tz: Some("Mars/Olympus".into()),
+        },
+    )
+    .err()
+    .unwrap();
+    assert!(err.to_string().contains("Europe/Warsaw"), "{err}");
+}

@@ -11,5 +11,7 @@ mod engine;
 mod grammar_cli;
 mod ingest_corpus;
 mod oracle;
+#[cfg(feature = "engine")]
+mod scale;
 mod support;
 mod synth;

@@ -261,4 +261,13 @@ fn demo_runs_end_to_end() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("claude-code-session") && text.contains("codex-session"));
     assert!(text.contains("subagent sessions linked"));
+    // With the engine, every showcase query is shown with its exact answer.
+    #[cfg(feature = "engine")]
+    {
+        let queries = quarry::synth::showcase::QUERIES;
+        for q in queries {
+            assert!(text.contains(&format!("$ quarry '{q}'")), "{q}");
+        }
+        assert_eq!(text.matches(", exact) over ").count(), queries.len(), "{text}");
+    }
 }

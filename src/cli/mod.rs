@@ -45,7 +45,8 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "SIZE")]
     pub memory_limit: Option<String>,
 
-    /// Zone of day boundaries and time buckets: UTC, local (default) or an offset like +02:00.
+    /// Zone of day boundaries and time buckets: UTC, local (default), an offset like +02:00 or an
+    /// IANA name like Europe/Warsaw (daylight saving followed).
     #[arg(long, global = true, value_name = "ZONE")]
     pub tz: Option<String>,
 

@@ -1,8 +1,12 @@
 //! The clock relative dates are read against: `QUARRY_NOW` (RFC 3339) when set, else the system
-//! time; day boundaries (`today`, absolute dates) in a fixed UTC offset (`--tz`, default the local
-//! zone's current offset).
+//! time; day boundaries (`today`, absolute dates) and time buckets in a zone (`--tz`: `UTC`,
+//! `local`, an offset like `+02:00`, or an IANA name like `Europe/Warsaw` whose daylight-saving
+//! changes are followed).
 
-use chrono::{DateTime, Duration, FixedOffset, NaiveDate, TimeZone, Utc};
+use std::str::FromStr;
+
+use chrono::{DateTime, Duration, NaiveDate, TimeZone, Utc};
+use datafusion::arrow::array::timezone::Tz;
 use quarry_grammar::resolve::DateLit;
 
 /// Now and the zone day boundaries are read in.
@@ -11,7 +15,7 @@ pub struct Clock {
     /// The current instant.
     pub now: DateTime<Utc>,
     /// The zone of day boundaries and time buckets.
-    pub zone: FixedOffset,
+    pub zone: Tz,
 }
 
 /// A clock setting that could not be read.
@@ -113,53 +117,32 @@ impl Clock {
         })
     }
 
-    /// The zone as `+HH:MM` (what DataFusion's time zone casts accept).
+    /// The zone as DataFusion's time zone casts accept it: an IANA name or `+HH:MM`.
     pub fn zone_name(&self) -> String {
-        let secs = self.zone.local_minus_utc();
-        let sign = if secs < 0 { '-' } else { '+' };
-        let secs = secs.abs();
-        format!("{sign}{:02}:{:02}", secs / 3600, (secs % 3600) / 60)
+        self.zone.to_string()
     }
 }
 
-fn parse_zone(tz: Option<&str>, now: DateTime<Utc>) -> Result<FixedOffset, ClockError> {
-    let local = || *now.with_timezone(&chrono::Local).offset();
-    let Some(tz) = tz.map(str::trim).filter(|t| !t.is_empty()) else {
-        return Ok(local());
-    };
+const ZONE_HELP: &str = "--tz takes UTC, local, an offset like +02:00 or a zone name like Europe/Warsaw";
+
+fn parse_zone(tz: Option<&str>, now: DateTime<Utc>) -> Result<Tz, ClockError> {
+    let tz = tz.map(str::trim).filter(|t| !t.is_empty()).unwrap_or("local");
+    let zone = |name: &str| Tz::from_str(name).map_err(|_| ClockError(format!("{ZONE_HELP}, not {tz}")));
     match tz {
-        "local" => Ok(local()),
-        "UTC" | "utc" | "Z" => {
-            FixedOffset::east_opt(0).ok_or_else(|| ClockError("bad zone".into()))
-        }
-        other => {
-            let text = other.replace(':', "");
-            let (sign, digits) = match text.split_at_checked(1) {
-                Some(("+", d)) => (1, d),
-                Some(("-", d)) => (-1, d),
-                _ => {
-                    return Err(ClockError(format!(
-                        "--tz takes UTC, local or an offset like +02:00, not {other}"
-                    )));
-                }
-            };
-            let (h, m) = match digits.len() {
-                2 => (digits.parse::<i32>().ok(), Some(0)),
-                4 => (
-                    digits.get(..2).and_then(|h| h.parse().ok()),
-                    digits.get(2..).and_then(|m| m.parse().ok()),
-                ),
-                _ => (None, None),
-            };
-            match (h, m) {
-                (Some(h), Some(m)) if h <= 14 && m < 60 => {
-                    FixedOffset::east_opt(sign * (h * 3600 + m * 60))
-                        .ok_or_else(|| ClockError(format!("bad zone {other}")))
-                }
-                _ => Err(ClockError(format!(
-                    "--tz takes UTC, local or an offset like +02:00, not {other}"
-                ))),
+        "local" => {
+            // The TZ variable when it names a zone, else the system's current offset.
+            if let Some(named) = std::env::var("TZ")
+                .ok()
+                .and_then(|t| Tz::from_str(t.trim_start_matches(':')).ok())
+            {
+                return Ok(named);
             }
+            let secs = now.with_timezone(&chrono::Local).offset().local_minus_utc();
+            let sign = if secs < 0 { '-' } else { '+' };
+            let secs = secs.abs();
+            zone(&format!("{sign}{:02}:{:02}", secs / 3600, (secs % 3600) / 60))
         }
+        "UTC" | "utc" | "Z" => zone("+00:00"),
+        other => zone(other),
     }
 }

@@ -271,13 +271,14 @@ pub fn csv_rows(set: &RowSet) -> String {
 
 fn table(answer: &Answer) -> String {
     let mut out = pretty(&answer.rows);
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     let mut footer = format!(
-        "{} rows ({}, exact)",
-        answer.rows.len(),
+        "{} ({}, exact)",
+        plural(answer.rows.len(), "row"),
         answer.resolved.unit_source
     );
     if let Some(n) = answer.input_rows {
-        footer.push_str(&format!(" over {n} input rows"));
+        footer.push_str(&format!(" over {}", plural(n, "input row")));
     }
     if answer.truncated {
         footer.push_str("; truncated by --limit");

@@ -5,6 +5,8 @@
 
 mod claude;
 mod codex;
+#[cfg(feature = "engine")]
+pub mod showcase;
 mod words;
 
 use std::io::{BufWriter, Write};
@@ -198,6 +200,12 @@ pub fn demo(json: bool) -> Result<(), String> {
             out.push_str(&format!("  {:<18} {:>8} rows  {}\n", t.name, t.rows, t.doc));
         }
         out.push_str(&demo_facts(&archive).unwrap_or_default());
+        #[cfg(feature = "engine")]
+        out.push_str(&showcase::run(archive.path())?);
+        #[cfg(not(feature = "engine"))]
+        out.push_str(
+            "\n(built without the query engine: build with `--features engine` to see queries run here)\n",
+        );
         out.push_str(&format!(
             "\n(archive at {}; removed on exit)\n",
             archive.path().display()

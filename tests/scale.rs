@@ -1,0 +1,81 @@
+//! Scale checks, ignored by default (they generate and ingest about a million messages):
+//!
+//! ```text
+//! cargo test --release --features engine --test integration -- --ignored scale
+//! ```
+//!
+//! `QUARRY_SCALE_ARCHIVE=PATH` runs them on an existing archive (e.g. one `benches/scale.sh`
+//! built) instead of generating one.
+
+use std::path::PathBuf;
+
+use quarry::engine::Caps;
+use serde_json::Value;
+
+use crate::differential::{engine, json_rows, nearest_rank, sql_rows};
+
+/// The archive to check: `QUARRY_SCALE_ARCHIVE`, or 1,000,000 generated lean messages.
+fn archive(dir: &tempfile::TempDir) -> PathBuf {
+    if let Some(path) = std::env::var_os("QUARRY_SCALE_ARCHIVE") {
+        return PathBuf::from(path);
+    }
+    let corpus = dir.path().join("corpus");
+    quarry::synth::generate(
+        &corpus,
+        quarry::synth::Size::Messages(1_000_000),
+        quarry::synth::Shape::Lean,
+        3,
+    )
+    .unwrap();
+    let path = dir.path().join("archive.db");
+    let mut archive = quarry_providers::Archive::open(&path).unwrap();
+    quarry::ingest::ingest(
+        &mut archive,
+        &quarry::ingest::IngestOptions {
+            paths: vec![corpus],
+            owner: None,
+            progress: false,
+        },
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+#[ignore = "generates and ingests 1,000,000 messages; see the module docs"]
+fn scale_percentiles_over_a_million_messages_equal_the_oracle() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = archive(&dir);
+    // The oracle: every word count, read by rusqlite and sorted here.
+    let mut values: Vec<f64> = sql_rows(&archive, "SELECT word_count FROM messages")
+        .into_iter()
+        .map(|r| r[0].as_f64().unwrap())
+        .collect();
+    assert!(values.len() >= 1_000_000, "{} messages", values.len());
+    values.sort_by(f64::total_cmp);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let engine = engine(&archive);
+    let answer = rt
+        .block_on(engine.run(
+            "messages | agg count, p50:word_count, p90:word_count, p99:word_count",
+            Caps::default(),
+        ))
+        .unwrap();
+    let envelope = quarry::output::envelope(&answer);
+    assert_eq!(envelope["exact"], Value::Bool(true));
+    assert_eq!(envelope["input_rows"], Value::from(values.len()));
+    let row = &json_rows(&answer.rows)[0];
+    assert_eq!(row[0].as_u64(), Some(values.len() as u64));
+    for (i, p) in [50, 90, 99].into_iter().enumerate() {
+        let want = nearest_rank(&values, p).unwrap();
+        assert_eq!(row[1 + i].as_f64(), Some(want), "p{p}");
+    }
+    eprintln!(
+        "{} messages: count, p50, p90, p99 = {:?}",
+        values.len(),
+        row
+    );
+}
