@@ -1,4 +1,4 @@
-//! The differential test: quarry's answers to 48 queries (every aggregate form, percentiles,
+//! The differential test: quarry's answers to 50 queries (every aggregate form, percentiles,
 //! median and stddev, time buckets, exists, seq, session fields, the scope form, sorts and pages,
 //! projections with first/last) against an oracle computed independently of the engine —
 //! hand-written SQL run by rusqlite on the same archive, with percentiles, medians, deviations
@@ -144,6 +144,18 @@ const CASES: &[(&str, Oracle)] = &[
     (
         "files | agg count, count_distinct:path",
         Sql("SELECT COUNT(*), COUNT(DISTINCT path) FROM files"),
+    ),
+    (
+        "files where tool:Edit | count",
+        Sql(
+            "SELECT COUNT(*) FROM files f WHERE EXISTS (SELECT 1 FROM actions a WHERE a.session_id = f.session_id AND a.tool_path = f.path AND lower(a.tool_name) = 'edit')",
+        ),
+    ),
+    (
+        "files where NOT action:file_read OR action_count >= 3 | count",
+        Sql(
+            "SELECT COUNT(*) FROM files f WHERE NOT EXISTS (SELECT 1 FROM actions a WHERE a.session_id = f.session_id AND a.tool_path = f.path AND a.semantic_type = 'file_read') OR action_count >= 3",
+        ),
     ),
     (
         "turns | group by committed | count",

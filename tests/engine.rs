@@ -354,3 +354,46 @@ fn day_buckets_follow_an_iana_zone() {
     .unwrap();
     assert!(err.to_string().contains("Europe/Warsaw"), "{err}");
 }
+
+#[test]
+fn full_text_leaves_fold_the_l_stroke_like_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("claude/projects/-home-dev-x/s1.jsonl");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let line = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": "/home/dev/x",
+        "sessionId": "0f6d8a8e-0000-4000-8000-000000000001", "version": "2.1.39",
+        "gitBranch": "main", "type": "user",
+        "message": {"role": "user", "content": "Spotkanie w Łodzi o północy"},
+        "uuid": "0f6d8a8e-0000-4000-8000-000000000002", "timestamp": "2026-01-05T09:00:00.000Z"
+    });
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    let path = dir.path().join("archive.db");
+    let mut archive = quarry_providers::Archive::open(&path).unwrap();
+    quarry::ingest::ingest(
+        &mut archive,
+        &quarry::ingest::IngestOptions {
+            paths: vec![dir.path().join("claude")],
+            owner: None,
+            progress: false,
+        },
+    )
+    .unwrap();
+    let rt = runtime();
+    let engine = engine(&path);
+    let count = |query: &str| -> i64 {
+        let answer = rt.block_on(engine.run(query, Caps::default())).unwrap();
+        crate::differential::json_rows(&answer.rows)[0][0]
+            .as_i64()
+            .unwrap()
+    };
+    for query in [
+        "sessions where ~\"łodzi\" | count",
+        "sessions where ~\"lodzi\" | count",
+        "północy | count",
+        "messages where ~\"ŁODZI północy\" | count",
+    ] {
+        assert_eq!(count(query), 1, "{query}");
+    }
+    assert_eq!(count("sessions where ~\"łodzią\" | count"), 0);
+}

@@ -268,6 +268,10 @@ fn demo_runs_end_to_end() {
         for q in queries {
             assert!(text.contains(&format!("$ quarry '{q}'")), "{q}");
         }
-        assert_eq!(text.matches(", exact) over ").count(), queries.len(), "{text}");
+        assert_eq!(
+            text.matches(", exact) over ").count(),
+            queries.len(),
+            "{text}"
+        );
     }
 }

@@ -386,3 +386,27 @@ pub const SESSION_CHILD_TABLES: &[&str] = &[
     "turns",
     "usage",
 ];
+
+/// A value as the full-text index stores it: `ł`/`Ł` folded to `l`/`L` (unicode61 has no
+/// decomposition for them; `fts_query` folds queries the same way).
+pub fn fold_for_index(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains(['ł', 'Ł']) {
+        std::borrow::Cow::Owned(text.replace('ł', "l").replace('Ł', "L"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// The FTS5 query for `text` as the index stores terms: every word quoted (so no operator
+/// syntax leaks through) and folded like indexed values; `phrase` keeps the words adjacent.
+pub fn fts_query(text: &str, phrase: bool) -> String {
+    let quote = |t: &str| format!("\"{}\"", fold_for_index(t).replace('"', "\"\""));
+    if phrase {
+        quote(text)
+    } else {
+        text.split_whitespace()
+            .map(quote)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}

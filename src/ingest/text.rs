@@ -153,15 +153,7 @@ pub fn patch_path(patch: &str) -> Option<String> {
     })
 }
 
-/// A value as the full-text index stores it: `ł`/`Ł` folded to `l`/`L` (unicode61 has no
-/// decomposition for them; queries fold the same way).
-pub fn fold_for_index(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.contains(['ł', 'Ł']) {
-        std::borrow::Cow::Owned(text.replace('ł', "l").replace('Ł', "L"))
-    } else {
-        std::borrow::Cow::Borrowed(text)
-    }
-}
+pub use quarry_providers::schema::fold_for_index;
 
 /// Text of a JSON value that may be a string, an array of strings / `{text}` parts, or absent.
 pub fn flatten_text(value: Option<&Value>) -> String {

@@ -123,11 +123,16 @@ impl Clock {
     }
 }
 
-const ZONE_HELP: &str = "--tz takes UTC, local, an offset like +02:00 or a zone name like Europe/Warsaw";
+const ZONE_HELP: &str =
+    "--tz takes UTC, local, an offset like +02:00 or a zone name like Europe/Warsaw";
 
 fn parse_zone(tz: Option<&str>, now: DateTime<Utc>) -> Result<Tz, ClockError> {
-    let tz = tz.map(str::trim).filter(|t| !t.is_empty()).unwrap_or("local");
-    let zone = |name: &str| Tz::from_str(name).map_err(|_| ClockError(format!("{ZONE_HELP}, not {tz}")));
+    let tz = tz
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .unwrap_or("local");
+    let zone =
+        |name: &str| Tz::from_str(name).map_err(|_| ClockError(format!("{ZONE_HELP}, not {tz}")));
     match tz {
         "local" => {
             // The TZ variable when it names a zone, else the system's current offset.
@@ -140,7 +145,11 @@ fn parse_zone(tz: Option<&str>, now: DateTime<Utc>) -> Result<Tz, ClockError> {
             let secs = now.with_timezone(&chrono::Local).offset().local_minus_utc();
             let sign = if secs < 0 { '-' } else { '+' };
             let secs = secs.abs();
-            zone(&format!("{sign}{:02}:{:02}", secs / 3600, (secs % 3600) / 60))
+            zone(&format!(
+                "{sign}{:02}:{:02}",
+                secs / 3600,
+                (secs % 3600) / 60
+            ))
         }
         "UTC" | "utc" | "Z" => zone("+00:00"),
         other => zone(other),

@@ -5,16 +5,19 @@
 
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{DataFusionError, Result};
 use datafusion::functions::expr_fn::{lower, strpos};
 use datafusion::functions_aggregate::expr_fn::min;
 use datafusion::functions_window::expr_fn::row_number;
 use datafusion::logical_expr::{
-    Expr, ExprFunctionExt, JoinType, LogicalPlan, LogicalPlanBuilder, col, in_subquery, lit,
+    Expr, ExprFunctionExt, JoinType, LogicalPlan, LogicalPlanBuilder, col, exists, in_subquery,
+    lit, out_ref_col,
 };
 use quarry_grammar::lexer::CmpOp;
 use quarry_grammar::registry::{FieldKind, Source, UnitId, unit_def};
 use quarry_grammar::resolve::{FieldPred, FieldScope, Literal, Pred, Test};
+use quarry_providers::schema::{fold_for_index, fts_query};
 
 use super::clock::Clock;
 use super::tables::Tables;
@@ -40,15 +43,9 @@ impl PredicateLowerer<'_> {
             Pred::Or { operands } => self.fold(operands, unit, Expr::or, lit(false)),
             Pred::Not { operand } => Ok(!self.lower(operand, unit)?),
             Pred::Field(field) => self.field(field, unit),
-            Pred::Text { text, phrase } => {
-                let query = if *phrase {
-                    fts_phrase(text)
-                } else {
-                    fts_terms(text)
-                };
-                self.fts(&query, unit)
-            }
-            Pred::Fts { query } => self.fts(query, unit),
+            Pred::Text { text, phrase } => self.fts(&fts_query(text, *phrase), unit),
+            // An explicit FTS5 query keeps its syntax; its terms fold like indexed text.
+            Pred::Fts { query } => self.fts(&fold_for_index(query), unit),
             Pred::Semantic { .. } => Err(LowerError::EmbeddingsUnavailable),
             Pred::Lineage { session_id } => {
                 let seeds = self
@@ -157,6 +154,24 @@ impl PredicateLowerer<'_> {
                     .next()
                     .ok_or_else(|| plan_err("a field with no columns"))??;
                 tests.try_fold(first, |acc, t| Ok(acc.or(t?)))
+            }
+            Source::Via {
+                unit: UnitId::Actions,
+                column,
+            } if unit == UnitId::Files => {
+                // A file's actions are its session's actions on its path: a correlated
+                // EXISTS, which DataFusion turns into a semi-join on both columns.
+                let outer = |c: &str| out_ref_col(DataType::Utf8, format!("files.{c}"));
+                let test = self.test(col(*column), field)?;
+                let plan = self
+                    .tables
+                    .scan("actions")?
+                    .filter(
+                        test.and(col("actions.session_id").eq(outer("session_id")))
+                            .and(col("actions.tool_path").eq(outer("path"))),
+                    )?
+                    .build()?;
+                Ok(exists(Arc::new(plan)))
             }
             Source::Via { unit: via, column } => {
                 let (own_key, via_key) = via_keys(unit, *via);
@@ -385,19 +400,6 @@ fn escape_like(value: &str) -> String {
         .replace('\\', "\\\\")
         .replace('%', "\\%")
         .replace('_', "\\_")
-}
-
-/// An FTS5 phrase query for `text` (quotes doubled).
-pub fn fts_phrase(text: &str) -> String {
-    format!("\"{}\"", text.replace('"', "\"\""))
-}
-
-/// An FTS5 query matching every word of `text` (each word quoted, so no operator syntax leaks).
-pub fn fts_terms(text: &str) -> String {
-    text.split_whitespace()
-        .map(fts_phrase)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 impl From<DataFusionError> for LowerError {
