@@ -343,7 +343,8 @@ const CASES: &[(&str, Oracle)] = &[
     ),
 ];
 
-fn runtime() -> tokio::runtime::Runtime {
+/// A runtime with two workers, as on the CI machine.
+pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -8,16 +8,8 @@ use std::path::Path;
 use quarry::engine::{Caps, EngineError};
 use quarry::lower::LowerError;
 
-use crate::differential::{corpus_archive, engine, sql_rows};
+use crate::differential::{corpus_archive, engine, runtime, sql_rows};
 use crate::support::{quarry, shared};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn tsv(path: &Path) -> Vec<Vec<String>> {
     std::fs::read_to_string(path)

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use quarry::engine::Caps;
 use serde_json::Value;
 
-use crate::differential::{engine, json_rows, nearest_rank, sql_rows};
+use crate::differential::{engine, json_rows, nearest_rank, runtime, sql_rows};
 
 /// The archive to check: `QUARRY_SCALE_ARCHIVE`, or 1,000,000 generated lean messages.
 fn archive(dir: &tempfile::TempDir) -> PathBuf {
@@ -53,10 +53,7 @@ fn scale_percentiles_over_a_million_messages_equal_the_oracle() {
         .collect();
     assert!(values.len() >= 1_000_000, "{} messages", values.len());
     values.sort_by(f64::total_cmp);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let engine = engine(&archive);
     let answer = rt
         .block_on(engine.run(

@@ -314,11 +314,19 @@ pub fn render(query: &str, diagnostics: &Diagnostics, color: bool) -> String {
     let mut out = Vec::new();
     let len = query.len();
     for d in &diagnostics.diagnostics {
-        let start = d.span.start.min(len);
-        let end = d.span.end.clamp(start, len);
-        // ariadne needs a non-empty range to draw a caret; at the end of the query point past it.
+        // Byte offsets on character boundaries (ariadne slices the query with them).
+        let floor = |i: usize| {
+            (0..=i)
+                .rev()
+                .find(|&j| query.is_char_boundary(j))
+                .unwrap_or(0)
+        };
+        let start = floor(d.span.start.min(len));
+        let end = floor(d.span.end.clamp(start, len));
+        // ariadne needs a non-empty range to draw a caret: an empty span covers the character
+        // after it (at the end of the query, one byte past it).
         let range = if start == end {
-            start..start + 1
+            start..start + query[start..].chars().next().map_or(1, char::len_utf8)
         } else {
             start..end
         };

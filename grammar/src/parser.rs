@@ -1167,39 +1167,35 @@ impl<'q> Parser<'q> {
     fn group_stage(&mut self) -> PResult<StageKind> {
         self.bump();
         self.expect_by("group")?;
-        let mut keys = Vec::new();
-        loop {
-            let t = self.peek().clone();
-            let key = match &t.kind {
-                TokenKind::Word(w) => match w.split_once(':') {
-                    Some(("time", bucket)) => {
-                        self.bump();
-                        GroupKey::Time {
-                            bucket: Name {
-                                text: bucket.to_string(),
-                                span: Span::new(t.span.start + 5, t.span.end),
-                            },
-                            span: t.span,
-                        }
-                    }
-                    None if is_ident(w) => {
-                        self.bump();
-                        GroupKey::Field {
-                            field: field_ref(w, t.span),
-                        }
-                    }
-                    _ => return Err(self.group_key_error()),
-                },
-                _ => return Err(self.group_key_error()),
-            };
-            keys.push(key);
-            if self.at(&TokenKind::Comma) {
-                self.bump();
-                continue;
-            }
-            break;
-        }
+        let keys = self.comma_separated(Self::group_key)?;
         Ok(StageKind::GroupBy { keys })
+    }
+
+    fn group_key(&mut self) -> PResult<GroupKey> {
+        let t = self.peek().clone();
+        let key = match &t.kind {
+            TokenKind::Word(w) => match w.split_once(':') {
+                Some(("time", bucket)) => {
+                    self.bump();
+                    GroupKey::Time {
+                        bucket: Name {
+                            text: bucket.to_string(),
+                            span: Span::new(t.span.start + 5, t.span.end),
+                        },
+                        span: t.span,
+                    }
+                }
+                None if is_ident(w) => {
+                    self.bump();
+                    GroupKey::Field {
+                        field: field_ref(w, t.span),
+                    }
+                }
+                _ => return Err(self.group_key_error()),
+            },
+            _ => return Err(self.group_key_error()),
+        };
+        Ok(key)
     }
 
     fn group_key_error(&self) -> Diagnostic {
@@ -1216,46 +1212,42 @@ impl<'q> Parser<'q> {
 
     fn agg_stage(&mut self) -> PResult<StageKind> {
         self.bump();
-        let mut metrics = Vec::new();
-        loop {
-            let t = self.peek().clone();
-            let metric = match &t.kind {
-                TokenKind::Word(w) if w == "count" => {
+        let metrics = self.comma_separated(Self::metric_spec)?;
+        Ok(StageKind::Agg { metrics })
+    }
+
+    fn metric_spec(&mut self) -> PResult<MetricSpec> {
+        let t = self.peek().clone();
+        let metric = match &t.kind {
+            TokenKind::Word(w) if w == "count" => {
+                self.bump();
+                MetricSpec {
+                    function: Name {
+                        text: w.clone(),
+                        span: t.span,
+                    },
+                    field: None,
+                    span: t.span,
+                }
+            }
+            TokenKind::Word(w) => match w.split_once(':') {
+                Some((func, field)) if is_ident(func) && is_ident(field) => {
                     self.bump();
+                    let fstart = t.span.start + func.len() + 1;
                     MetricSpec {
                         function: Name {
-                            text: w.clone(),
-                            span: t.span,
+                            text: func.to_string(),
+                            span: Span::new(t.span.start, t.span.start + func.len()),
                         },
-                        field: None,
+                        field: Some(field_ref(field, Span::new(fstart, t.span.end))),
                         span: t.span,
                     }
                 }
-                TokenKind::Word(w) => match w.split_once(':') {
-                    Some((func, field)) if is_ident(func) && is_ident(field) => {
-                        self.bump();
-                        let fstart = t.span.start + func.len() + 1;
-                        MetricSpec {
-                            function: Name {
-                                text: func.to_string(),
-                                span: Span::new(t.span.start, t.span.start + func.len()),
-                            },
-                            field: Some(field_ref(field, Span::new(fstart, t.span.end))),
-                            span: t.span,
-                        }
-                    }
-                    _ => return Err(self.metric_error()),
-                },
                 _ => return Err(self.metric_error()),
-            };
-            metrics.push(metric);
-            if self.at(&TokenKind::Comma) {
-                self.bump();
-                continue;
-            }
-            break;
-        }
-        Ok(StageKind::Agg { metrics })
+            },
+            _ => return Err(self.metric_error()),
+        };
+        Ok(metric)
     }
 
     fn metric_error(&self) -> Diagnostic {
@@ -1276,25 +1268,30 @@ impl<'q> Parser<'q> {
 
     fn select_stage(&mut self) -> PResult<StageKind> {
         self.bump();
-        let mut fields = Vec::new();
-        loop {
-            let t = self.peek().clone();
+        let fields = self.comma_separated(|p| {
+            let t = p.peek().clone();
             match &t.kind {
                 TokenKind::Word(w) if is_ident(w) => {
-                    self.bump();
-                    fields.push(field_ref(w, t.span));
+                    p.bump();
+                    Ok(field_ref(w, t.span))
                 }
-                _ => {
-                    return Err(self.unexpected("`select` needs field names", &["a field"]));
-                }
+                _ => Err(p.unexpected("`select` needs field names", &["a field"])),
             }
-            if self.at(&TokenKind::Comma) {
-                self.bump();
-                continue;
-            }
-            break;
-        }
+        })?;
         Ok(StageKind::Select { fields })
+    }
+
+    /// One or more `item`s separated by commas.
+    fn comma_separated<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> PResult<T>,
+    ) -> PResult<Vec<T>> {
+        let mut items = vec![item(self)?];
+        while self.at(&TokenKind::Comma) {
+            self.bump();
+            items.push(item(self)?);
+        }
+        Ok(items)
     }
 
     fn int_stage(&mut self, w: &str) -> PResult<StageKind> {
@@ -1330,16 +1327,7 @@ impl<'q> Parser<'q> {
     // ---- projections ----------------------------------------------------------------------
 
     fn projections(&mut self, with: Span) -> PResult<Vec<Projection>> {
-        let mut items = Vec::new();
-        loop {
-            items.push(self.projection(with)?);
-            if self.at(&TokenKind::Comma) {
-                self.bump();
-                continue;
-            }
-            break;
-        }
-        Ok(items)
+        self.comma_separated(|p| p.projection(with))
     }
 
     fn projection(&mut self, with: Span) -> PResult<Projection> {

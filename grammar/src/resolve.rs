@@ -1427,16 +1427,7 @@ impl<'q> Resolver<'q> {
                         self.err(self.remove_stage(d, stage.span));
                         continue;
                     }
-                    if let Some(bad) = seen
-                        .iter()
-                        .find(|s| matches!(**s, "sort" | "limit" | "offset" | "select"))
-                    {
-                        let d = Diagnostic::new(
-                            C::StageOrder,
-                            stage.span,
-                            format!("`group by` must come before `{bad}`"),
-                        );
-                        self.err(self.remove_stage(d, stage.span));
+                    if self.follows_row_stage(&seen, "`group by`", stage.span) {
                         continue;
                     }
                     seen.push("group_by");
@@ -1469,16 +1460,7 @@ impl<'q> Resolver<'q> {
                         self.err(self.remove_stage(d, stage.span));
                         continue;
                     }
-                    if let Some(bad) = seen
-                        .iter()
-                        .find(|s| matches!(**s, "sort" | "limit" | "offset" | "select"))
-                    {
-                        let d = Diagnostic::new(
-                            C::StageOrder,
-                            stage.span,
-                            format!("aggregation must come before `{bad}`"),
-                        );
-                        self.err(self.remove_stage(d, stage.span));
+                    if self.follows_row_stage(&seen, "aggregation", stage.span) {
                         continue;
                     }
                     aggregated = true;
@@ -1597,6 +1579,24 @@ impl<'q> Resolver<'q> {
     }
 
     /// The correction that removes a stage (from its `|`).
+    /// Reports `what` (a grouping or aggregate stage) written after a row stage (sort,
+    /// limit, offset, select) it must precede; true when it did.
+    fn follows_row_stage(&mut self, seen: &[&'static str], what: &str, span: Span) -> bool {
+        let Some(bad) = seen
+            .iter()
+            .find(|s| matches!(**s, "sort" | "limit" | "offset" | "select"))
+        else {
+            return false;
+        };
+        let d = Diagnostic::new(
+            C::StageOrder,
+            span,
+            format!("{what} must come before `{bad}`"),
+        );
+        self.err(self.remove_stage(d, span));
+        true
+    }
+
     fn remove_stage(&self, d: Diagnostic, span: Span) -> Diagnostic {
         let before = self.q.get(..span.start).unwrap_or("");
         let pipe = before.rfind('|').unwrap_or(span.start);

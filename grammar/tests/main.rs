@@ -9,3 +9,4 @@ mod docs;
 mod registry;
 mod robustness;
 mod snapshots;
+mod tokens;

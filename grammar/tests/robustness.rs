@@ -26,62 +26,7 @@ fn exercise(q: &str) {
     let _ = check(q);
 }
 
-const TOKENS: &[&str] = &[
-    "sessions",
-    "messages",
-    "actions",
-    "files",
-    "observed-events",
-    "usage",
-    "where",
-    "with",
-    "|",
-    "(",
-    ")",
-    "[",
-    "]",
-    ",",
-    "AND",
-    "OR",
-    "NOT",
-    "and",
-    "-",
-    "~",
-    "\"",
-    "->",
-    ":",
-    ">=",
-    "<",
-    "=",
-    "!=",
-    "between",
-    "exists",
-    "message",
-    "seq",
-    "group",
-    "by",
-    "sort",
-    "count",
-    "agg",
-    "select",
-    "limit",
-    "offset",
-    "time:day",
-    "role:assistant",
-    "repo:acme",
-    "session.repo:x",
-    "near:\"x\"",
-    "lineage:id:a",
-    "words",
-    "10",
-    "2026-01-01",
-    "7d",
-    "avg:words",
-    "p90:words",
-    "desc",
-    "é",
-    "\u{1F600}",
-];
+use crate::tokens::TOKENS;
 
 fn seeds() -> Vec<String> {
     let mut v = crate::common::positives();
@@ -142,4 +87,18 @@ fn explain_shows_session_scope_first() {
     assert_eq!(e.unit_source, "messages");
     let json: serde_json::Value = serde_json::from_str(&e.to_json()).unwrap();
     assert_eq!(json["pipeline_stages"][0]["stage"], "session_scope");
+}
+
+/// Found by `mutated_conformance_never_panics`: an empty span just before a multi-byte
+/// character made the renderer slice inside it.
+#[test]
+fn diagnostics_before_multibyte_characters_render() {
+    for q in [
+        "repo:example-repo with me:\u{a0}istant with messages(role) ",
+        "me:\u{a0}",
+        "messages where role:\u{1F600}",
+        "\u{e9}\u{e9} | \u{a0}",
+    ] {
+        exercise(q);
+    }
 }

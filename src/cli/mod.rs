@@ -9,7 +9,9 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
+
+pub use crate::format::Format;
 
 use crate::ingest::{IngestOptions, ingest};
 use crate::location::{archive_path, os_user};
@@ -124,25 +126,6 @@ pub fn with_default_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStrin
 /// Whether `arg` is a global flag whose value is the next argument.
 fn takes_value(arg: &str) -> bool {
     VALUE_FLAGS.contains(&arg) && !arg.contains('=')
-}
-
-/// Output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// Human-readable text and tables.
-    Table,
-    /// One JSON document.
-    Json,
-    /// One JSON object per row (query results).
-    Ndjson,
-    /// Comma-separated values (query results).
-    Csv,
-    /// YAML (query results).
-    Yaml,
-    /// Arrow IPC file (query results; binary).
-    Arrow,
-    /// Parquet, zstd-compressed (query results; binary).
-    Parquet,
 }
 
 impl Cli {
@@ -498,7 +481,6 @@ fn lower_code(e: &crate::lower::LowerError) -> &'static str {
 
 #[cfg(feature = "engine")]
 fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
-    use crate::output::ResultFormat;
     use crate::output::export::{self, Destination};
     let path = cli
         .output
@@ -507,16 +489,16 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
         .transpose()
         .map_err(Failure::usage)?;
     let format = match (cli.format, &path) {
-        (Some(f), _) => result_format(f),
+        (Some(f), _) => f,
         (None, Some(path)) => export::format_for_path(path).map_err(Failure::usage)?,
-        (None, None) => ResultFormat::Table,
+        (None, None) => Format::Table,
     };
     if format.is_binary() && path.is_none() && std::io::stdout().is_terminal() {
         return Err(Failure::usage(
             "binary output (arrow, parquet) is not written to a terminal: give -o FILE or redirect standard output",
         ));
     }
-    let json_errors = format == ResultFormat::Json;
+    let json_errors = format == Format::Json;
     let engine = engine(cli)?;
     let caps = crate::engine::Caps {
         limit: cli.limit,
@@ -527,8 +509,8 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
         None => Destination::stdout(),
     };
     let runtime = runtime()?;
-    if export::streams(format) {
-        let name = format_name(format);
+    if format.streams() {
+        let name = format.name();
         let (resolved, stream) = runtime
             .block_on(engine.stream(query, caps, name))
             .map_err(|e| engine_failure(query, e, json_errors))?;
@@ -574,34 +556,6 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
         );
     }
     Ok(())
-}
-
-#[cfg(feature = "engine")]
-fn result_format(format: Format) -> crate::output::ResultFormat {
-    use crate::output::ResultFormat;
-    match format {
-        Format::Table => ResultFormat::Table,
-        Format::Json => ResultFormat::Json,
-        Format::Ndjson => ResultFormat::Ndjson,
-        Format::Csv => ResultFormat::Csv,
-        Format::Yaml => ResultFormat::Yaml,
-        Format::Arrow => ResultFormat::Arrow,
-        Format::Parquet => ResultFormat::Parquet,
-    }
-}
-
-#[cfg(feature = "engine")]
-fn format_name(format: crate::output::ResultFormat) -> &'static str {
-    use crate::output::ResultFormat;
-    match format {
-        ResultFormat::Table => "table",
-        ResultFormat::Json => "json",
-        ResultFormat::Ndjson => "ndjson",
-        ResultFormat::Csv => "csv",
-        ResultFormat::Yaml => "yaml",
-        ResultFormat::Arrow => "arrow",
-        ResultFormat::Parquet => "parquet",
-    }
 }
 
 #[cfg(feature = "engine")]

@@ -17,8 +17,9 @@ use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 use futures::StreamExt;
 
-use super::{ResultFormat, csv_header, csv_rows, ndjson};
+use super::{csv_header, csv_rows, ndjson};
 use crate::engine::RowSet;
+use crate::format::Format;
 
 /// Rows per Parquet row group: small enough to bound the writer's memory, large enough for
 /// good compression and for readers to skip groups by their statistics.
@@ -57,21 +58,8 @@ pub fn output_path(target: &str) -> Result<PathBuf, ExportError> {
 }
 
 /// The format a file name's extension names.
-pub fn format_for_path(path: &Path) -> Result<ResultFormat, ExportError> {
-    let extension = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
-    Ok(match extension.as_str() {
-        "parquet" | "pq" => ResultFormat::Parquet,
-        "arrow" | "arrows" | "ipc" | "feather" => ResultFormat::Arrow,
-        "csv" => ResultFormat::Csv,
-        "ndjson" | "jsonl" => ResultFormat::Ndjson,
-        "json" => ResultFormat::Json,
-        "yaml" | "yml" => ResultFormat::Yaml,
-        _ => return Err(ExportError::UnknownExtension(path.to_path_buf())),
-    })
+pub fn format_for_path(path: &Path) -> Result<Format, ExportError> {
+    Format::for_path(path).ok_or_else(|| ExportError::UnknownExtension(path.to_path_buf()))
 }
 
 /// Standard output that remembers whether the reader went away (`quarry ... | head`).
@@ -190,12 +178,12 @@ enum BatchWriter<'a> {
 
 impl<'a> BatchWriter<'a> {
     fn new(
-        format: ResultFormat,
+        format: Format,
         schema: &SchemaRef,
         out: &'a mut (dyn Write + Send),
     ) -> Result<Self, String> {
         Ok(match format {
-            ResultFormat::Parquet => {
+            Format::Parquet => {
                 let properties = WriterProperties::builder()
                     .set_compression(Compression::ZSTD(ZstdLevel::default()))
                     .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
@@ -205,10 +193,10 @@ impl<'a> BatchWriter<'a> {
                         .map_err(|e| e.to_string())?,
                 )
             }
-            ResultFormat::Arrow => {
+            Format::Arrow => {
                 BatchWriter::Arrow(FileWriter::try_new(out, schema).map_err(|e| e.to_string())?)
             }
-            ResultFormat::Csv => {
+            Format::Csv => {
                 out.write_all(csv_header(schema).as_bytes())
                     .map_err(|e| e.to_string())?;
                 BatchWriter::Csv(out)
@@ -243,19 +231,11 @@ impl<'a> BatchWriter<'a> {
     }
 }
 
-/// Whether `format` is written batch by batch (rather than as one envelope).
-pub fn streams(format: ResultFormat) -> bool {
-    matches!(
-        format,
-        ResultFormat::Parquet | ResultFormat::Arrow | ResultFormat::Csv | ResultFormat::Ndjson
-    )
-}
-
 /// Writes every batch of `stream` to `destination` in `format`; returns the number of rows.
 /// A failing batch (memory limit, archive error) stops the export with that error.
 pub async fn write_stream(
     mut stream: datafusion::physical_plan::SendableRecordBatchStream,
-    format: ResultFormat,
+    format: Format,
     destination: &mut Destination,
 ) -> Result<usize, StreamError> {
     let schema = stream.schema();

@@ -13,32 +13,7 @@ use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use serde_json::{Value, json};
 
 use crate::engine::{Answer, RowSet};
-
-/// Output formats of query results.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResultFormat {
-    /// A table for people.
-    Table,
-    /// The JSON envelope.
-    Json,
-    /// One JSON object per row.
-    Ndjson,
-    /// Comma-separated values with a header.
-    Csv,
-    /// The envelope as YAML.
-    Yaml,
-    /// Arrow IPC file (streamed; binary).
-    Arrow,
-    /// Parquet file, zstd-compressed (streamed; binary).
-    Parquet,
-}
-
-impl ResultFormat {
-    /// Whether the format is binary (never written to a terminal).
-    pub fn is_binary(self) -> bool {
-        matches!(self, ResultFormat::Arrow | ResultFormat::Parquet)
-    }
-}
+use crate::format::Format;
 
 /// The envelope of one answer as JSON.
 pub fn envelope(answer: &Answer) -> Value {
@@ -189,16 +164,16 @@ fn column_values(array: &ArrayRef) -> Vec<Value> {
 }
 
 /// Renders an answer in `format`.
-pub fn render(answer: &Answer, format: ResultFormat) -> String {
+pub fn render(answer: &Answer, format: Format) -> String {
     match format {
-        ResultFormat::Json => format!("{}\n", envelope(answer)),
-        ResultFormat::Yaml => yaml(&envelope(answer), 0),
-        ResultFormat::Ndjson => ndjson(&answer.rows),
-        ResultFormat::Csv => csv(&answer.rows),
-        ResultFormat::Table => table(answer),
+        Format::Json => format!("{}\n", envelope(answer)),
+        Format::Yaml => yaml(&envelope(answer), 0),
+        Format::Ndjson => ndjson(&answer.rows),
+        Format::Csv => csv(&answer.rows),
+        Format::Table => table(answer),
         // Binary formats are streamed by `export`; an answer already collected is shown as
         // its envelope.
-        ResultFormat::Arrow | ResultFormat::Parquet => format!("{}\n", envelope(answer)),
+        Format::Arrow | Format::Parquet => format!("{}\n", envelope(answer)),
     }
 }
 

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use crate::engine::{Caps, Engine, EngineOptions};
-use crate::output::{ResultFormat, render};
+use crate::format::Format;
+use crate::output::render;
 
 /// The showcase, in the order it is shown.
 pub const QUERIES: &[&str] = &[
@@ -38,7 +39,7 @@ pub fn run(path: &Path) -> Result<String, String> {
             .block_on(engine.run(query, Caps::default()))
             .map_err(|e| format!("{query}: {e}"))?;
         out.push_str(&format!("\n$ quarry '{query}'\n"));
-        out.push_str(&render(&answer, ResultFormat::Table));
+        out.push_str(&render(&answer, Format::Table));
     }
     Ok(out)
 }
