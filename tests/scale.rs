@@ -1,7 +1,7 @@
 //! Scale checks, ignored by default (they generate and ingest about a million messages):
 //!
 //! ```text
-//! cargo test --release --features engine --test integration -- --ignored scale
+//! cargo test --release --test integration -- --ignored scale
 //! ```
 //!
 //! `QUARRY_SCALE_ARCHIVE=PATH` runs them on an existing archive (e.g. one `benches/scale.sh`
