@@ -53,7 +53,7 @@ impl Format {
         let extension = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match extension.as_str() {
             "parquet" | "pq" => Format::Parquet,
-            "arrow" | "arrows" | "ipc" | "feather" => Format::Arrow,
+            "arrow" | "ipc" | "feather" => Format::Arrow,
             "csv" => Format::Csv,
             "ndjson" | "jsonl" => Format::Ndjson,
             "json" => Format::Json,

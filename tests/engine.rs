@@ -136,6 +136,16 @@ fn file_rows(path: &Path) -> Vec<Vec<serde_json::Value>> {
     crate::differential::json_rows(&set)
 }
 
+/// The names of the files in `dir`, in order.
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 fn sorted(mut rows: Vec<Vec<serde_json::Value>>) -> Vec<Vec<serde_json::Value>> {
     rows.sort_by_key(|r| serde_json::Value::Array(r.clone()).to_string());
     rows
@@ -175,7 +185,11 @@ fn a_sorted_export_streams_every_row_to_parquet_and_arrow() {
             stderr.contains(&format!("wrote {} rows (messages", want.len())),
             "{stderr}"
         );
-        assert!(!dir.path().join(format!("{name}.partial")).exists());
+        let files = files_in(dir.path());
+        assert!(
+            files.iter().all(|f| !f.ends_with(".partial")) && files.iter().any(|f| f == name),
+            "{name} whole and no temporary file beside it: {files:?}"
+        );
         let got = file_rows(&path);
         // Every row, and in time order (latest first; rows without a time come first).
         let times: Vec<i64> = got.iter().filter_map(|r| r[3].as_i64()).collect();
@@ -241,6 +255,30 @@ fn exports_pick_the_format_from_the_extension_and_flags_may_follow_the_query() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains(".parquet"));
     assert!(!bad.exists());
+    // -o with a verb, a --format that contradicts the extension, and a `with` projection to a
+    // streamed format are usage errors (exit 2) that write nothing.
+    let target = dir.path().join("t.csv").display().to_string();
+    for args in [
+        vec!["tables", "-o", target.as_str()],
+        vec![
+            "--format",
+            "json",
+            "messages | count",
+            "-o",
+            target.as_str(),
+        ],
+        vec![
+            "sessions where messages:>=2 with messages(role)[first:1]",
+            "-o",
+            target.as_str(),
+        ],
+    ] {
+        let mut all = vec!["--archive", archive.as_str()];
+        all.extend(args.iter().copied());
+        let out = quarry(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!Path::new(&target).exists(), "{args:?}");
+    }
 }
 
 #[test]
@@ -265,8 +303,11 @@ fn a_query_that_cannot_fit_the_memory_limit_fails_clearly_and_leaves_no_file() {
         stderr.contains("needs more memory than --memory-limit allows"),
         "{stderr}"
     );
-    assert!(!path.exists());
-    assert!(!dir.path().join("sorted.parquet.partial").exists());
+    assert!(
+        files_in(dir.path()).is_empty(),
+        "no file, partial or whole, is left: {:?}",
+        files_in(dir.path())
+    );
 }
 
 #[test]

@@ -108,7 +108,8 @@ pub fn with_default_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStrin
                 break;
             }
             let flag = text.split('=').next().unwrap_or_default();
-            if VALUE_FLAGS.contains(&flag) {
+            // (`-oFILE` stays a query word: `-origin:x` is a negated clause.)
+            if VALUE_FLAGS.contains(&flag) || HELP_FLAGS.contains(&flag) {
                 out.push(arg.clone());
                 if takes_value(&text) {
                     out.extend(rest.next().cloned());
@@ -122,6 +123,9 @@ pub fn with_default_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStrin
     }
     args
 }
+
+/// Flags that mean the same wherever they are written.
+const HELP_FLAGS: &[&str] = &["--help", "-h", "--version", "-V"];
 
 /// Whether `arg` is a global flag whose value is the next argument.
 fn takes_value(arg: &str) -> bool {
@@ -288,6 +292,19 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             "give a query or a verb; see `quarry --help`",
         ));
     };
+    if !matches!(command, Command::Query { .. }) {
+        if cli.output.is_some() {
+            return Err(Failure::usage(
+                "-o writes query results; for a verb's report redirect standard output",
+            ));
+        }
+        if !matches!(cli.format(), Format::Table | Format::Json) {
+            return Err(Failure::usage(format!(
+                "--format {} is for query results; verbs report as table or json",
+                cli.format().name()
+            )));
+        }
+    }
     match command {
         Command::Query { query } => run_query(&query.join(" "), &cli),
         Command::Ingest {
@@ -465,6 +482,7 @@ fn engine_failure(query: &str, e: crate::engine::EngineError, json: bool) -> Fai
                 Failure::usage(e)
             }
         }
+        e @ crate::engine::EngineError::AttachmentsNotStreamable(_) => Failure::usage(e),
         other => Failure::runtime(other),
     }
 }
@@ -489,7 +507,18 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
         .transpose()
         .map_err(Failure::usage)?;
     let format = match (cli.format, &path) {
-        (Some(f), _) => f,
+        (Some(f), Some(path)) => match Format::for_path(path) {
+            Some(named) if named != f => {
+                return Err(Failure::usage(format!(
+                    "--format {} contradicts the extension of {} ({}); give one of them",
+                    f.name(),
+                    path.display(),
+                    named.name()
+                )));
+            }
+            _ => f,
+        },
+        (Some(f), None) => f,
         (None, Some(path)) => export::format_for_path(path).map_err(Failure::usage)?,
         (None, None) => Format::Table,
     };
@@ -523,10 +552,7 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
             }
             Err(export::StreamError::Export(e)) => return Err(Failure::runtime(e)),
         };
-        match destination.commit() {
-            Err(_) if path.is_none() => return Ok(()),
-            other => other.map_err(Failure::runtime)?,
-        }
+        destination.commit().map_err(Failure::runtime)?;
         if let Some(path) = &path {
             eprintln!(
                 "wrote {rows} rows ({}, {name}, exact) to {}",
@@ -539,14 +565,10 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
     let answer = runtime
         .block_on(engine.run(query, caps))
         .map_err(|e| engine_failure(query, e, json_errors))?;
-    let written = destination
+    destination
         .write_text(&crate::output::render(&answer, format))
-        .and_then(|()| destination.commit());
-    match written {
-        // A closed standard output is not an error.
-        Err(_) if path.is_none() => return Ok(()),
-        other => other.map_err(Failure::runtime)?,
-    }
+        .map_err(Failure::runtime)?;
+    destination.commit().map_err(Failure::runtime)?;
     if let Some(path) = &path {
         eprintln!(
             "wrote {} rows ({}, exact) to {}",

@@ -42,11 +42,8 @@ impl Clock {
             let naive = d
                 .and_hms_opt(0, 0, 0)
                 .ok_or_else(|| ClockError("invalid date".into()))?;
-            self.zone
-                .from_local_datetime(&naive)
-                .single()
-                .map(|t| t.timestamp_millis())
-                .ok_or_else(|| ClockError("invalid local date".into()))
+            self.local_millis(naive)
+                .ok_or_else(|| ClockError(format!("invalid local date {d}")))
         };
         let today = self.now.with_timezone(&self.zone).date_naive();
         match date {
@@ -89,10 +86,7 @@ impl Clock {
                     })
                     .map_err(|e| ClockError(format!("invalid time {text}: {e}")))?;
                     return self
-                        .zone
-                        .from_local_datetime(&naive)
-                        .single()
-                        .map(|t| t.timestamp_millis())
+                        .local_millis(naive)
                         .ok_or_else(|| ClockError(format!("invalid time {text}")));
                 }
                 let d =
@@ -104,16 +98,41 @@ impl Clock {
     }
 
     /// Epoch milliseconds of the end of the day named by an absolute date (for inclusive
-    /// `until:` / `between` upper bounds on whole days).
+    /// `until:` / `between` upper bounds on whole days): the next local midnight less one
+    /// millisecond, so days of 23 or 25 hours end where they do.
     pub fn end_of_day_millis(&self, date: &DateLit) -> Result<i64, ClockError> {
         let start = self.millis(date)?;
-        Ok(match date {
+        let whole_day = matches!(
+            date,
             DateLit::Absolute {
-                has_time: false, ..
-            }
-            | DateLit::Today
-            | DateLit::Yesterday => start + 86_400_000 - 1,
-            _ => start,
+                has_time: false,
+                ..
+            } | DateLit::Today
+                | DateLit::Yesterday
+        );
+        if !whole_day {
+            return Ok(start);
+        }
+        let day = chrono::DateTime::from_timestamp_millis(start)
+            .ok_or_else(|| ClockError("invalid date".into()))?
+            .with_timezone(&self.zone)
+            .date_naive();
+        let next = (day + Duration::days(1))
+            .and_hms_opt(0, 0, 0)
+            .and_then(|midnight| self.local_millis(midnight))
+            .ok_or_else(|| ClockError(format!("invalid date after {day}")))?;
+        Ok(next - 1)
+    }
+
+    /// Epoch milliseconds of a local wall-clock time: the earlier instant when the time occurs
+    /// twice (clocks turned back), the first instant after the gap when it does not occur
+    /// (clocks turned forward).
+    fn local_millis(&self, naive: chrono::NaiveDateTime) -> Option<i64> {
+        (0..=180).find_map(|minutes| {
+            self.zone
+                .from_local_datetime(&(naive + Duration::minutes(minutes)))
+                .earliest()
+                .map(|t| t.timestamp_millis())
         })
     }
 
@@ -135,10 +154,17 @@ fn parse_zone(tz: Option<&str>, now: DateTime<Utc>) -> Result<Tz, ClockError> {
         |name: &str| Tz::from_str(name).map_err(|_| ClockError(format!("{ZONE_HELP}, not {tz}")));
     match tz {
         "local" => {
-            // The TZ variable when it names a zone, else the system's current offset.
+            // The TZ variable or /etc/localtime when they name a zone (so daylight saving is
+            // followed), else the system's current offset.
+            let from_link = std::fs::read_link("/etc/localtime").ok().and_then(|p| {
+                let p = p.to_string_lossy().into_owned();
+                p.split_once("zoneinfo/").map(|(_, name)| name.to_string())
+            });
             if let Some(named) = std::env::var("TZ")
                 .ok()
-                .and_then(|t| Tz::from_str(t.trim_start_matches(':')).ok())
+                .into_iter()
+                .chain(from_link)
+                .find_map(|t| Tz::from_str(t.trim_start_matches(':')).ok())
             {
                 return Ok(named);
             }
@@ -153,5 +179,76 @@ fn parse_zone(tz: Option<&str>, now: DateTime<Utc>) -> Result<Tz, ClockError> {
         }
         "UTC" | "utc" | "Z" => zone("+00:00"),
         other => zone(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use quarry_grammar::resolve::parse_date;
+
+    fn warsaw() -> Clock {
+        Clock {
+            now: Utc::now(),
+            zone: Tz::from_str("Europe/Warsaw").unwrap(),
+        }
+    }
+
+    fn ms(rfc3339: &str) -> i64 {
+        DateTime::parse_from_rfc3339(rfc3339)
+            .unwrap()
+            .timestamp_millis()
+    }
+
+    #[test]
+    fn whole_days_follow_daylight_saving() {
+        let clock = warsaw();
+        let hour = 3_600_000;
+        // Clocks go forward on 2025-03-30 (23 hours) and back on 2025-10-26 (25 hours).
+        for (day, hours, midnight) in [
+            ("2025-03-30", 23, "2025-03-29T23:00:00Z"),
+            ("2025-10-26", 25, "2025-10-25T22:00:00Z"),
+            ("2025-06-01", 24, "2025-05-31T22:00:00Z"),
+        ] {
+            let date = parse_date(day).unwrap();
+            let start = clock.millis(&date).unwrap();
+            assert_eq!(start, ms(midnight), "{day}");
+            assert_eq!(
+                clock.end_of_day_millis(&date).unwrap() - start,
+                hours * hour - 1,
+                "{day}"
+            );
+        }
+    }
+
+    #[test]
+    fn repeated_and_skipped_local_times_resolve() {
+        let clock = warsaw();
+        // 02:30 happens twice on 2025-10-26: the earlier one (summer time, +02:00).
+        let twice = parse_date("2025-10-26T02:30:00").unwrap();
+        assert_eq!(clock.millis(&twice).unwrap(), ms("2025-10-26T00:30:00Z"));
+        // 02:30 does not happen on 2025-03-30: the first instant after the gap, 03:00 (+02:00).
+        let skipped = parse_date("2025-03-30T02:30:00").unwrap();
+        assert_eq!(clock.millis(&skipped).unwrap(), ms("2025-03-30T01:00:00Z"));
+    }
+
+    #[test]
+    fn zones_parse_or_explain_themselves() {
+        let now = Utc::now();
+        assert_eq!(parse_zone(Some("UTC"), now).unwrap().to_string(), "+00:00");
+        assert_eq!(
+            parse_zone(Some("+05:30"), now).unwrap().to_string(),
+            "+05:30"
+        );
+        assert_eq!(
+            parse_zone(Some("America/New_York"), now)
+                .unwrap()
+                .to_string(),
+            "America/New_York"
+        );
+        let err = parse_zone(Some("Mars/Olympus"), now).unwrap_err();
+        assert!(err.0.contains("Europe/Warsaw"), "{}", err.0);
     }
 }

@@ -314,19 +314,19 @@ fn metric_expr(metric: &Metric) -> Result<Expr, LowerError> {
 }
 
 /// The order of a unit's rows within a session, total so that `first:N`/`last:N` pick the same
-/// rows every time: the session position where the unit has one (`position`, `seq`), else time
-/// (rows without a time last) and then the row's id.
+/// rows every time: messages by their position in the session; other rows by time (rows without
+/// a time last), then their position within their message where they have one, then their id.
 fn session_order(def: &Unit, key: &str, last: bool) -> Vec<SortExpr> {
     let asc = !last;
-    if let Some(position) = ["position", "seq"]
-        .into_iter()
-        .find(|c| def.columns.contains(c))
-    {
-        return vec![col(position).sort(asc, false)];
+    if def.id == UnitId::Messages {
+        return vec![col("position").sort(asc, false)];
     }
     let mut order = Vec::new();
     if let Some(time) = def.time_column {
         order.push(col(time).sort(asc, false));
+    }
+    if def.columns.contains(&"position") {
+        order.push(col("position").sort(asc, false));
     }
     if let Some(id) = def.columns.iter().find(|c| **c != key) {
         order.push(col(*id).sort(asc, false));

@@ -1,13 +1,11 @@
 //! Streaming result writers: Parquet, Arrow IPC, CSV and NDJSON are written batch by batch as
 //! the plan produces them, so an export of any size holds one batch (and, for Parquet, one row
-//! group) in memory. A file is written under a temporary name and renamed when complete, so a
-//! failed export never leaves a partial file behind.
+//! group) in memory. A file is written under a unique temporary name in its folder, synced and
+//! renamed when complete, so a failed export never leaves a partial file behind and two exports
+//! to one path never mix.
 
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::ipc::writer::FileWriter;
@@ -16,6 +14,7 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 use futures::StreamExt;
+use tempfile::NamedTempFile;
 
 use super::{csv_header, csv_rows, ndjson};
 use crate::engine::RowSet;
@@ -64,7 +63,7 @@ pub fn format_for_path(path: &Path) -> Result<Format, ExportError> {
 
 /// Standard output that remembers whether the reader went away (`quarry ... | head`).
 struct Stdout {
-    closed: Arc<AtomicBool>,
+    closed: bool,
 }
 
 impl Write for Stdout {
@@ -78,56 +77,70 @@ impl Write for Stdout {
 }
 
 impl Stdout {
-    fn note(&self, e: &std::io::Error) {
+    fn note(&mut self, e: &std::io::Error) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
-            self.closed.store(true, Ordering::Relaxed);
+            self.closed = true;
         }
     }
 }
 
-/// A destination that is either standard output or a file completed by renaming.
+/// Where the bytes go.
+enum Sink {
+    Stdout(BufWriter<Stdout>),
+    /// A uniquely named temporary file beside the target (removed unless persisted).
+    File(BufWriter<NamedTempFile>, PathBuf),
+}
+
+/// A destination that is either standard output or a file that appears whole at its path when
+/// committed, or not at all.
 pub struct Destination {
-    out: Box<dyn Write + Send>,
-    finish: Option<(PathBuf, PathBuf)>,
+    sink: Sink,
     label: String,
-    closed: Arc<AtomicBool>,
 }
 
 impl Destination {
     /// Standard output.
     pub fn stdout() -> Self {
-        let closed = Arc::new(AtomicBool::new(false));
         Destination {
-            out: Box::new(BufWriter::new(Stdout {
-                closed: closed.clone(),
-            })),
-            finish: None,
+            sink: Sink::Stdout(BufWriter::new(Stdout { closed: false })),
             label: "standard output".into(),
-            closed,
         }
+    }
+
+    /// A new file at `path`, written under a temporary name in the same folder until
+    /// [`Destination::commit`].
+    pub fn file(path: &Path) -> Result<Self, ExportError> {
+        let label = path.display().to_string();
+        let error = |e: std::io::Error| ExportError::Write {
+            path: label.clone(),
+            message: e.to_string(),
+        };
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if path.is_dir() {
+            return Err(error(std::io::Error::other("it is a folder")));
+        }
+        let file = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".partial")
+            .tempfile_in(&folder)
+            .map_err(error)?;
+        Ok(Destination {
+            sink: Sink::File(BufWriter::with_capacity(1 << 20, file), path.to_path_buf()),
+            label,
+        })
     }
 
     /// Whether the reader of standard output went away (not an error: the output was wanted
     /// only so far).
     pub fn closed(&self) -> bool {
-        self.closed.load(Ordering::Relaxed)
-    }
-
-    /// A new file at `path`, written as `path.partial` until [`Destination::commit`].
-    pub fn file(path: &Path) -> Result<Self, ExportError> {
-        let mut partial = path.as_os_str().to_owned();
-        partial.push(".partial");
-        let partial = PathBuf::from(partial);
-        let file = File::create(&partial).map_err(|e| ExportError::Write {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Ok(Destination {
-            out: Box::new(BufWriter::with_capacity(1 << 20, file)),
-            finish: Some((partial, path.to_path_buf())),
-            label: path.display().to_string(),
-            closed: Arc::new(AtomicBool::new(false)),
-        })
+        matches!(&self.sink, Sink::Stdout(w) if w.get_ref().closed)
     }
 
     fn error(&self, e: impl std::fmt::Display) -> ExportError {
@@ -137,33 +150,51 @@ impl Destination {
         }
     }
 
-    /// Writes all of `text`.
+    /// Writes all of `text` (nothing, without error, once standard output's reader is gone).
     pub fn write_text(&mut self, text: &str) -> Result<(), ExportError> {
-        self.out
-            .write_all(text.as_bytes())
-            .map_err(|e| self.error(e))
+        match self.write_all(text.as_bytes()) {
+            Err(_) if self.closed() => Ok(()),
+            other => other.map_err(|e| self.error(e)),
+        }
     }
 
-    /// Flushes, and moves a file into place.
-    pub fn commit(mut self) -> Result<(), ExportError> {
-        self.out.flush().map_err(|e| self.error(e))?;
-        // Close the file before it moves into place.
-        drop(std::mem::replace(&mut self.out, Box::new(std::io::sink())));
-        if let Some((partial, path)) = self.finish.take() {
-            std::fs::rename(&partial, &path).map_err(|e| ExportError::Write {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?;
+    /// Flushes standard output (a reader that went away is not an error), or syncs the file and
+    /// moves it into place.
+    pub fn commit(self) -> Result<(), ExportError> {
+        let label = self.label;
+        let error = |e: &dyn std::fmt::Display| ExportError::Write {
+            path: label.clone(),
+            message: e.to_string(),
+        };
+        match self.sink {
+            Sink::Stdout(mut out) => match out.flush() {
+                Err(_) if out.get_ref().closed => Ok(()),
+                other => other.map_err(|e| error(&e)),
+            },
+            Sink::File(out, path) => {
+                let file = out
+                    .into_inner()
+                    .map_err(|e| error(&e.error().to_string()))?;
+                file.as_file().sync_all().map_err(|e| error(&e))?;
+                file.persist(&path).map_err(|e| error(&e.error))?;
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 
-impl Drop for Destination {
-    fn drop(&mut self) {
-        // Not committed: remove the partial file.
-        if let Some((partial, _)) = self.finish.take() {
-            let _ = std::fs::remove_file(partial);
+impl Write for Destination {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match &mut self.sink {
+            Sink::Stdout(w) => w.write(buf),
+            Sink::File(w, _) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.sink {
+            Sink::Stdout(w) => w.flush(),
+            Sink::File(w, _) => w.flush(),
         }
     }
 }
@@ -246,8 +277,7 @@ pub async fn write_stream(
             message,
         })
     };
-    let mut writer =
-        BatchWriter::new(format, &schema, destination.out.as_mut()).map_err(write_error)?;
+    let mut writer = BatchWriter::new(format, &schema, destination).map_err(write_error)?;
     let mut rows = 0;
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(StreamError::Execution)?;
