@@ -33,12 +33,12 @@ if [ ! -f "$db" ]; then
   step "ingest" "$bin" --archive "$db" ingest --no-progress "$corpus"
   rm -rf "$corpus"
 fi
-q() { "$bin" --archive "$db" --memory-limit "$limit" "$@"; }
-step "count, p50, p90, p99 (json)" q --format json 'messages | agg count, p50:word_count, p90:word_count, p99:word_count'
+q=("$bin" --archive "$db" --memory-limit "$limit")
+step "count, p50, p90, p99 (json)" "${q[@]}" --format json 'messages | agg count, p50:word_count, p90:word_count, p99:word_count'
 cat "$work/out"; echo
-step "group by session_id, p90 (parquet)" q 'messages | group by session_id | agg count, p90:word_count' -o "$work/per-session.parquet"
+step "group by session_id, p90 (parquet)" "${q[@]}" 'messages | group by session_id | agg count, p90:word_count' -o "$work/per-session.parquet"
 groups=$(grep -o 'wrote [0-9]*' "$work/err" | grep -o '[0-9]*')
-step "sort by time desc (parquet)" q 'messages | sort by time desc | select message_id, session_id, word_count' -o "$work/sorted.parquet"
+step "sort by time desc (parquet)" "${q[@]}" 'messages | sort by time desc | select message_id, session_id, word_count' -o "$work/sorted.parquet"
 rows=$(grep -o 'wrote [0-9]*' "$work/err" | grep -o '[0-9]*')
 python3 - "$db" "$rows" "$groups" <<'PY'
 import sqlite3, sys

@@ -2,12 +2,14 @@
 //! language's functions, a memory pool that spills), running a query's lowered plan and
 //! collecting its rows exactly — no cap, no sample.
 
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::DataFusionError;
+use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::LogicalPlanBuilder;
 use datafusion::physical_plan::SendableRecordBatchStream;
@@ -135,7 +137,14 @@ impl Engine {
         }
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = options.memory_limit {
-            runtime = runtime.with_memory_limit(limit, 1.0);
+            // A fair pool: spilling operators (sorts, aggregates) share what the others leave,
+            // so one sort cannot starve the merge that follows it; errors name the top
+            // consumers.
+            let pool = TrackConsumersPool::new(
+                FairSpillPool::new(limit),
+                NonZeroUsize::new(5).unwrap_or(NonZeroUsize::MIN),
+            );
+            runtime = runtime.with_memory_pool(Arc::new(pool));
         }
         let config = SessionConfig::new().with_information_schema(true);
         let ctx = SessionContext::new_with_config_rt(config, runtime.build_arc()?);
