@@ -13,9 +13,12 @@
 //!   (Int64); decimals become Float64 (the one lossy case); a NULL-typed input gives Float64 NULLs.
 //!   Floats order totally (NaN after every number), as DataFusion's own sort does.
 //!
-//! Every value is kept until the end (there is no exact percentile in less), so memory is counted
-//! in `size()` and every growth goes through `try_reserve`: running out is a
-//! `ResourcesExhausted` error, which DataFusion turns into spilling or a clear failure.
+//! Every value is kept until the end (there is no exact percentile in less) — but the one-group
+//! accumulator folds repeated values into `(value, count)` runs, so a column of few distinct
+//! values costs memory per distinct value, and its partial state carries the runs (`values` and
+//! `counts` lists; a NULL `counts` list means once each). Memory is counted in `size()` and every
+//! growth goes through `try_reserve`: running out is a `ResourcesExhausted` error, which
+//! DataFusion turns into spilling or a clear failure.
 //!
 //! This module owns the function; it must not know the language or the archive.
 
@@ -44,7 +47,7 @@ use datafusion::logical_expr::{
 };
 use datafusion::physical_expr::PhysicalExpr;
 
-use crate::percentile::nearest_rank_by;
+use crate::percentile::{nearest_rank_by, nearest_rank_index};
 
 /// Calls `$make!(ArrowType)` for the Arrow type that carries `$data_type`, or returns an
 /// `Internal` error from the enclosing function (coercion admits no other type).
@@ -159,11 +162,20 @@ impl AggregateUDFImpl for PercentileNearestRank {
 
     fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
         let item = Field::new_list_field(args.return_field.data_type().clone(), true);
-        Ok(vec![Arc::new(Field::new(
-            format_state_name(args.name, "values"),
-            DataType::List(Arc::new(item)),
-            true,
-        ))])
+        let count = Field::new_list_field(DataType::UInt64, true);
+        Ok(vec![
+            Arc::new(Field::new(
+                format_state_name(args.name, "values"),
+                DataType::List(Arc::new(item)),
+                true,
+            )),
+            // How often each value occurred; a NULL list means once each.
+            Arc::new(Field::new(
+                format_state_name(args.name, "counts"),
+                DataType::List(Arc::new(count)),
+                true,
+            )),
+        ])
     }
 
     fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
@@ -311,6 +323,82 @@ fn select<T: ArrowPrimitiveType>(values: &mut [T::Native], p: u8) -> Option<T::N
     })
 }
 
+/// One row of the state: values `items[start..end]` and, when the values were folded, how often
+/// each occurred (`None`: once each).
+struct StateRow<'a, T: ArrowPrimitiveType> {
+    row: usize,
+    items: &'a PrimitiveArray<T>,
+    start: usize,
+    end: usize,
+    counts: Option<&'a [u64]>,
+}
+
+impl<T: ArrowPrimitiveType> StateRow<'_, T> {
+    /// Appends the row's non-NULL values to `out`, each as often as it occurred.
+    fn extend_into(&self, out: &mut Vec<T::Native>) -> Result<()> {
+        let Some(counts) = self.counts else {
+            try_reserve(out, self.end - self.start, "values")?;
+            return extend_valid(out, self.items, self.start, self.end);
+        };
+        let total: u64 = counts.iter().sum();
+        try_reserve(out, usize::try_from(total).unwrap_or(usize::MAX), "values")?;
+        for (i, &count) in (self.start..self.end).zip(counts) {
+            if self.items.is_valid(i) {
+                let v = self.items.value(i);
+                out.extend(std::iter::repeat_n(v, count as usize));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Calls `sink` once per non-NULL row of the state (`values` lists and, if present, their
+/// `counts` lists).
+fn for_each_state_row<T: ArrowPrimitiveType>(
+    states: &[ArrayRef],
+    mut sink: impl FnMut(StateRow<'_, T>) -> Result<()>,
+) -> Result<()> {
+    let counts = match states.get(1) {
+        None => None,
+        Some(c) => Some(c.as_list_opt::<i32>().ok_or_else(|| {
+            internal_datafusion_err!("{PERCENTILE_NEAREST_RANK}: counts are {}", c.data_type())
+        })?),
+    };
+    let count_values = match counts {
+        None => None,
+        Some(c) => Some(c.values().as_primitive_opt::<UInt64Type>().ok_or_else(|| {
+            internal_datafusion_err!("{PERCENTILE_NEAREST_RANK}: count items are not UInt64")
+        })?),
+    };
+    for_each_state_list::<T>(states, |row, items, start, end| {
+        let counts = match (counts, count_values) {
+            (Some(c), Some(v)) if c.is_valid(row) => {
+                let offsets = c.value_offsets();
+                let (Some(&from), Some(&to)) = (offsets.get(row), offsets.get(row + 1)) else {
+                    return internal_err!("{PERCENTILE_NEAREST_RANK}: malformed count offsets");
+                };
+                let range = usize::try_from(from).unwrap_or(0)..usize::try_from(to).unwrap_or(0);
+                match v.values().get(range) {
+                    Some(slice) if slice.len() == end - start => Some(slice),
+                    _ => {
+                        return internal_err!(
+                            "{PERCENTILE_NEAREST_RANK}: counts do not match values"
+                        );
+                    }
+                }
+            }
+            _ => None,
+        };
+        sink(StateRow {
+            row,
+            items,
+            start,
+            end,
+            counts,
+        })
+    })
+}
+
 /// Appends the non-NULL values of the lists in `states` (the `List<T>` state of this aggregate)
 /// to `sink`, calling it once per list row with `(row, values of that row)`.
 fn for_each_state_list<T: ArrowPrimitiveType>(
@@ -406,6 +494,12 @@ fn list_array<T: ArrowPrimitiveType>(
     )?)
 }
 
+/// A counts state of `len` NULL lists (every value counted once).
+fn once_each(len: usize) -> ArrayRef {
+    let field = Arc::new(Field::new_list_field(DataType::UInt64, true));
+    Arc::new(ListArray::new_null(field, len))
+}
+
 /// A list offset as `i32`, or an error when a state list would exceed Arrow's `List` limit.
 fn to_offset(n: usize) -> Result<i32> {
     i32::try_from(n).map_err(|_| {
@@ -418,12 +512,24 @@ fn to_offset(n: usize) -> Result<i32> {
 // ---------------------------------------------------------------------------------------------
 // One group.
 
-/// The accumulator for one group: every non-NULL value, in one buffer.
+/// Values gathered before the first fold.
+const FIRST_FOLD: usize = 1 << 16;
+
+/// The accumulator for one group. Values arrive in `values`; every so often they are sorted and
+/// folded into `runs` (each distinct value once, with how often it occurred), so a column of few
+/// distinct values — word counts, token counts, exit codes — takes memory for its distinct
+/// values, not its rows, and ten million rows fit in a small pool. When folding does not pay
+/// (mostly distinct values) the runs are unfolded and every value is kept as it came.
 #[derive(Debug)]
 struct NearestRankAccumulator<T: ArrowPrimitiveType> {
     p: u8,
     data_type: DataType,
+    /// Values not folded yet, in arrival order.
     values: Vec<T::Native>,
+    /// Distinct values in ascending total order, with their counts.
+    runs: Vec<(T::Native, u64)>,
+    /// Fold when `values` reaches this length; `None` once folding has stopped paying.
+    fold_at: Option<usize>,
 }
 
 impl<T: ArrowPrimitiveType> NearestRankAccumulator<T> {
@@ -432,7 +538,92 @@ impl<T: ArrowPrimitiveType> NearestRankAccumulator<T> {
             p,
             data_type,
             values: Vec::new(),
+            runs: Vec::new(),
+            fold_at: Some(FIRST_FOLD),
         }
+    }
+
+    fn fold_if_due(&mut self) -> Result<()> {
+        match self.fold_at {
+            Some(at) if self.values.len() >= at => self.fold(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sorts `values` and merges them into `runs`; stops folding for good when the runs would
+    /// take more than half the memory of the values they stand for.
+    fn fold(&mut self) -> Result<()> {
+        if self.values.is_empty() || self.fold_at.is_none() {
+            return Ok(());
+        }
+        let mut values = std::mem::take(&mut self.values);
+        values.sort_unstable_by(|a, b| a.compare(*b));
+        let mut incoming: Vec<(T::Native, u64)> = Vec::new();
+        let distinct = 1 + values
+            .windows(2)
+            .filter(|w| w[0].compare(w[1]) != Ordering::Equal)
+            .count();
+        try_reserve(&mut incoming, distinct, "value runs")?;
+        for v in values {
+            match incoming.last_mut() {
+                Some((last, n)) if last.compare(v) == Ordering::Equal => *n += 1,
+                _ => incoming.push((v, 1)),
+            }
+        }
+        self.merge_runs(&incoming)?;
+        let total: u64 = self.runs.iter().map(|(_, n)| n).sum();
+        if (self.runs.len() as u64).saturating_mul(4) > total {
+            // Mostly distinct values: runs cost more than they save.
+            self.fold_at = None;
+            let runs = std::mem::take(&mut self.runs);
+            try_reserve(
+                &mut self.values,
+                usize::try_from(total).unwrap_or(usize::MAX),
+                "values",
+            )?;
+            for (v, n) in runs {
+                self.values.extend(std::iter::repeat_n(v, n as usize));
+            }
+        } else {
+            self.fold_at = Some(FIRST_FOLD.max(self.runs.len() * 2));
+        }
+        Ok(())
+    }
+
+    /// Merges sorted, distinct `(value, count)` pairs into `runs`.
+    fn merge_runs(&mut self, incoming: &[(T::Native, u64)]) -> Result<()> {
+        if self.runs.is_empty() {
+            try_reserve(&mut self.runs, incoming.len(), "value runs")?;
+            self.runs.extend_from_slice(incoming);
+            return Ok(());
+        }
+        let mut merged = Vec::new();
+        try_reserve(&mut merged, self.runs.len() + incoming.len(), "value runs")?;
+        let (mut a, mut b) = (self.runs.iter().peekable(), incoming.iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) => match x.0.compare(y.0) {
+                    Ordering::Less => a.next().copied(),
+                    Ordering::Greater => b.next().copied(),
+                    Ordering::Equal => {
+                        let (v, n) = **x;
+                        let m = y.1;
+                        a.next();
+                        b.next();
+                        Some((v, n + m))
+                    }
+                },
+                (Some(_), None) => a.next().copied(),
+                (None, Some(_)) => b.next().copied(),
+                (None, None) => None,
+            };
+            match next {
+                Some(run) => merged.push(run),
+                None => break,
+            }
+        }
+        self.runs = merged;
+        Ok(())
     }
 }
 
@@ -440,30 +631,81 @@ impl<T: ArrowPrimitiveType + Debug> Accumulator for NearestRankAccumulator<T> {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
         let array = input_values::<T>(values)?;
         try_reserve(&mut self.values, array.len() - array.null_count(), "values")?;
-        extend_valid(&mut self.values, array, 0, array.len())
+        extend_valid(&mut self.values, array, 0, array.len())?;
+        self.fold_if_due()
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        for_each_state_list::<T>(states, |_, items, start, end| {
-            try_reserve(&mut self.values, end - start, "values")?;
-            extend_valid(&mut self.values, items, start, end)
+        for_each_state_row::<T>(states, |row| {
+            match (row.counts, self.fold_at) {
+                // Folded runs stay folded (they arrive sorted and distinct).
+                (Some(counts), Some(_)) => {
+                    self.fold()?;
+                    let mut runs = Vec::new();
+                    try_reserve(&mut runs, counts.len(), "value runs")?;
+                    for (i, &n) in (row.start..row.end).zip(counts) {
+                        if row.items.is_valid(i) && n > 0 {
+                            runs.push((row.items.value(i), n));
+                        }
+                    }
+                    self.merge_runs(&runs)
+                }
+                _ => row.extend_into(&mut self.values),
+            }?;
+            self.fold_if_due()
         })
     }
 
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        let values = std::mem::take(&mut self.values);
+        self.fold()?;
+        let field = Arc::new(Field::new_list_field(DataType::UInt64, true));
+        let (values, counts) = if self.fold_at.is_some() {
+            let runs = std::mem::take(&mut self.runs);
+            let n = to_offset(runs.len())?;
+            let (values, counts): (Vec<T::Native>, Vec<u64>) = runs.into_iter().unzip();
+            let counts = ListArray::try_new(
+                field,
+                OffsetBuffer::new(ScalarBuffer::from(vec![0, n])),
+                Arc::new(PrimitiveArray::<UInt64Type>::from(counts)),
+                None,
+            )?;
+            (values, counts)
+        } else {
+            (
+                std::mem::take(&mut self.values),
+                ListArray::new_null(field, 1),
+            )
+        };
         let offsets = vec![0, to_offset(values.len())?];
         let list = list_array::<T>(&self.data_type, offsets, values)?;
-        Ok(vec![ScalarValue::List(Arc::new(list))])
+        Ok(vec![
+            ScalarValue::List(Arc::new(list)),
+            ScalarValue::List(Arc::new(counts)),
+        ])
     }
 
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let value = select::<T>(&mut self.values, self.p);
+        self.fold()?;
+        let value = if self.runs.is_empty() {
+            select::<T>(&mut self.values, self.p)
+        } else {
+            let total: u64 = self.runs.iter().map(|(_, n)| n).sum();
+            let index = nearest_rank_index(usize::try_from(total).unwrap_or(usize::MAX), self.p);
+            index.and_then(|index| {
+                let mut seen = 0u64;
+                self.runs.iter().find_map(|&(v, n)| {
+                    seen += n;
+                    (seen > index as u64).then_some(v)
+                })
+            })
+        };
         ScalarValue::new_primitive::<T>(value, &self.data_type)
     }
 
     fn size(&self) -> usize {
-        size_of_val(self) + self.values.capacity() * size_of::<T::Native>()
+        size_of_val(self)
+            + self.values.capacity() * size_of::<T::Native>()
+            + self.runs.capacity() * size_of::<(T::Native, u64)>()
     }
 }
 
@@ -652,12 +894,13 @@ impl<T: ArrowPrimitiveType + Debug> GroupsAccumulator for NearestRankGroupsAccum
         }
         let groups = &mut self.groups;
         let vals = &mut self.values;
-        for_each_state_list::<T>(values, |row, items, start, end| {
-            let Some(&g) = group_indices.get(row) else {
+        for_each_state_row::<T>(values, |row| {
+            let Some(&g) = group_indices.get(row.row) else {
                 return internal_err!("{PERCENTILE_NEAREST_RANK}: state row without group");
             };
             let before = vals.len();
-            extend_valid(vals, items, start, end)?;
+            row.extend_into(vals)?;
+            try_reserve(groups, vals.len() - before, "group indices")?;
             groups.resize(groups.len() + (vals.len() - before), g as u32);
             Ok(())
         })
@@ -687,8 +930,9 @@ impl<T: ArrowPrimitiveType + Debug> GroupsAccumulator for NearestRankGroupsAccum
             .iter()
             .map(|&o| to_offset(o))
             .collect::<Result<Vec<i32>>>()?;
+        let groups = offsets.len().saturating_sub(1);
         let list = list_array::<T>(&self.data_type, offsets, buckets.values)?;
-        Ok(vec![Arc::new(list)])
+        Ok(vec![Arc::new(list), once_each(groups)])
     }
 
     fn convert_to_state(
@@ -712,7 +956,7 @@ impl<T: ArrowPrimitiveType + Debug> GroupsAccumulator for NearestRankGroupsAccum
         let offsets = OffsetBuffer::<i32>::from_lengths(std::iter::repeat_n(1, array.len()));
         let field = Arc::new(Field::new_list_field(self.data_type.clone(), true));
         let list = ListArray::try_new(field, offsets, Arc::new(items), nulls)?;
-        Ok(vec![Arc::new(list)])
+        Ok(vec![Arc::new(list), once_each(array.len())])
     }
 
     fn size(&self) -> usize {

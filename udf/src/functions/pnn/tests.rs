@@ -430,3 +430,88 @@ fn size_counts_the_values() -> Result<()> {
     assert_eq!(one.evaluate()?, ScalarValue::Float64(Some(899.0)));
     Ok(())
 }
+
+/// Feeds `values` to a one-group accumulator in batches of 10,000 and returns it.
+fn one_group(values: &[i64], p: u8) -> Result<NearestRankAccumulator<Int64Type>> {
+    let mut acc = NearestRankAccumulator::<Int64Type>::new(p, DataType::Int64);
+    for chunk in values.chunks(10_000) {
+        let array: ArrayRef = Arc::new(Int64Array::from(chunk.to_vec()));
+        acc.update_batch(&[array])?;
+    }
+    Ok(acc)
+}
+
+#[test]
+fn folding_few_distinct_values_stays_exact_and_small() -> Result<()> {
+    // 1,000,000 values of 150 distinct word counts: folded into 150 runs.
+    let mut rng = Rng(17);
+    let values: Vec<i64> = (0..1_000_000).map(|_| rng.below(150) as i64).collect();
+    for p in [1, 50, 90, 99, 100] {
+        let mut acc = one_group(&values, p)?;
+        assert!(
+            acc.size() < 2 * FIRST_FOLD * size_of::<i64>(),
+            "p{p}: {} bytes for 150 distinct values",
+            acc.size()
+        );
+        let want = oracle(&values, p, i64::cmp);
+        assert_eq!(acc.evaluate()?, ScalarValue::Int64(want), "p{p}");
+    }
+    Ok(())
+}
+
+#[test]
+fn folding_stops_when_values_are_mostly_distinct() -> Result<()> {
+    let mut rng = Rng(23);
+    let values: Vec<i64> = (0..200_000).map(|_| rng.next() as i64 >> 8).collect();
+    let mut acc = one_group(&values, 90)?;
+    assert!(acc.fold_at.is_none(), "folding gave up");
+    assert!(acc.runs.is_empty());
+    assert_eq!(
+        acc.evaluate()?,
+        ScalarValue::Int64(oracle(&values, 90, i64::cmp))
+    );
+    Ok(())
+}
+
+#[test]
+fn folded_and_raw_states_merge_exactly() -> Result<()> {
+    // Partial states of every kind — folded runs, raw values, both — merged into a folding and a
+    // raw final accumulator, against the oracle of all values together.
+    let mut rng = Rng(29);
+    let few: Vec<i64> = (0..150_000).map(|_| rng.below(40) as i64).collect();
+    let many: Vec<i64> = (0..150_000).map(|_| rng.next() as i64 >> 20).collect();
+    let small: Vec<i64> = vec![5, 5, 7];
+    let mut all = Vec::new();
+    let mut states = Vec::new();
+    for part in [&few, &many, &small] {
+        all.extend_from_slice(part);
+        let mut acc = one_group(part, 75)?;
+        let state: Vec<ArrayRef> = acc
+            .state()?
+            .into_iter()
+            .map(|s| s.to_array())
+            .collect::<Result<_>>()?;
+        states.push(state);
+    }
+    let want = ScalarValue::Int64(oracle(&all, 75, i64::cmp));
+    for start_raw in [false, true] {
+        let mut fin = NearestRankAccumulator::<Int64Type>::new(75, DataType::Int64);
+        if start_raw {
+            fin.fold_at = None;
+        }
+        for state in &states {
+            fin.merge_batch(state)?;
+        }
+        assert_eq!(fin.evaluate()?, want, "final accumulator raw={start_raw}");
+        // A groups accumulator merges the same states.
+        let mut groups = NearestRankGroupsAccumulator::<Int64Type>::new(75, DataType::Int64);
+        for state in &states {
+            groups.merge_batch(state, &[0], 1)?;
+        }
+        assert_eq!(
+            groups.evaluate(EmitTo::All)?.as_primitive::<Int64Type>(),
+            &Int64Array::from(vec![want.clone().try_into().ok() as Option<i64>])
+        );
+    }
+    Ok(())
+}
