@@ -545,7 +545,14 @@ impl<T: ArrowPrimitiveType> NearestRankAccumulator<T> {
 
     fn fold_if_due(&mut self) -> Result<()> {
         match self.fold_at {
-            Some(at) if self.values.len() >= at => self.fold(),
+            Some(at) if self.values.len() >= at => {
+                if self.runs.is_empty() && mostly_distinct::<T>(&self.values) {
+                    // Decided on a sample before paying for a sort of every value.
+                    self.fold_at = None;
+                    return Ok(());
+                }
+                self.fold()
+            }
             _ => Ok(()),
         }
     }
@@ -625,6 +632,21 @@ impl<T: ArrowPrimitiveType> NearestRankAccumulator<T> {
         self.runs = merged;
         Ok(())
     }
+}
+
+/// Whether an evenly strided sample of `values` is mostly distinct (more than a quarter of it),
+/// in which case folding into runs would not pay. Only the strategy depends on the sample,
+/// never the answer.
+fn mostly_distinct<T: ArrowPrimitiveType>(values: &[T::Native]) -> bool {
+    const SAMPLE: usize = 4096;
+    let step = (values.len() / SAMPLE).max(1);
+    let mut sample: Vec<T::Native> = values.iter().step_by(step).take(SAMPLE).copied().collect();
+    sample.sort_unstable_by(|a, b| a.compare(*b));
+    let distinct = 1 + sample
+        .windows(2)
+        .filter(|w| w[0].compare(w[1]) != Ordering::Equal)
+        .count();
+    distinct * 4 > sample.len()
 }
 
 impl<T: ArrowPrimitiveType + Debug> Accumulator for NearestRankAccumulator<T> {
@@ -713,9 +735,11 @@ impl<T: ArrowPrimitiveType + Debug> Accumulator for NearestRankAccumulator<T> {
 // Many groups.
 
 /// The accumulator for many groups. Values are not kept in one `Vec` per group (a header and a
-/// growth slack per group, a scattered allocation per group) but as two flat parallel buffers,
-/// `(group, value)` in arrival order; `evaluate`/`state` bucket them by group with one counting
-/// sort, then select within each group's slice.
+/// growth slack per group, a scattered allocation per group) but flat: rows of `update_batch`
+/// as two parallel buffers, `(group, value)` in arrival order, and the lists `merge_batch`
+/// receives (already one group each) as segments of one buffer. `evaluate`/`state` bucket them
+/// by group with one counting sort — a value at a time for rows, a copy at a time for segments —
+/// then select within each group's slice.
 #[derive(Debug)]
 struct NearestRankGroupsAccumulator<T: ArrowPrimitiveType> {
     p: u8,
@@ -726,6 +750,10 @@ struct NearestRankGroupsAccumulator<T: ArrowPrimitiveType> {
     values: Vec<T::Native>,
     /// Number of groups seen so far (some may have no value).
     num_groups: usize,
+    /// Values merged from partial states, one segment per state row.
+    merged: Vec<T::Native>,
+    /// The segments of `merged`: `(group, start, len)`.
+    segments: Vec<(u32, usize, usize)>,
 }
 
 /// Values bucketed by group: group `i` owns `values[offsets[i]..offsets[i + 1]]`.
@@ -742,6 +770,8 @@ impl<T: ArrowPrimitiveType> NearestRankGroupsAccumulator<T> {
             groups: Vec::new(),
             values: Vec::new(),
             num_groups: 0,
+            merged: Vec::new(),
+            segments: Vec::new(),
         }
     }
 
@@ -780,6 +810,15 @@ impl<T: ArrowPrimitiveType> NearestRankGroupsAccumulator<T> {
                 }
             }
         }
+        for &(g, _, len) in &self.segments {
+            let g = g as usize;
+            if g < n {
+                match offsets.get_mut(g + 1) {
+                    Some(count) => *count += len,
+                    None => return internal_err!("{PERCENTILE_NEAREST_RANK}: group out of range"),
+                }
+            }
+        }
         let mut running = 0;
         for offset in offsets.iter_mut() {
             running += *offset;
@@ -802,7 +841,22 @@ impl<T: ArrowPrimitiveType> NearestRankGroupsAccumulator<T> {
                 None => return internal_err!("{PERCENTILE_NEAREST_RANK}: bucket overflow"),
             }
         }
-        self.keep_after(n, emit_to);
+        for &(g, start, len) in &self.segments {
+            let g = g as usize;
+            if g >= n {
+                continue;
+            }
+            let target = cursor.get_mut(g).and_then(|at| {
+                let from = *at;
+                *at += len;
+                bucketed.get_mut(from..from + len)
+            });
+            match (target, self.merged.get(start..start + len)) {
+                (Some(target), Some(source)) => target.copy_from_slice(source),
+                _ => return internal_err!("{PERCENTILE_NEAREST_RANK}: segment out of range"),
+            }
+        }
+        self.keep_after(n, emit_to)?;
         Ok(Buckets {
             offsets,
             values: bucketed,
@@ -810,15 +864,39 @@ impl<T: ArrowPrimitiveType> NearestRankGroupsAccumulator<T> {
     }
 
     /// Drops the values of the first `n` groups and renumbers the rest.
-    fn keep_after(&mut self, n: usize, emit_to: EmitTo) {
+    fn keep_after(&mut self, n: usize, emit_to: EmitTo) -> Result<()> {
         if matches!(emit_to, EmitTo::All) {
             // Back to the state of a new accumulator, memory released.
             self.groups = Vec::new();
             self.values = Vec::new();
             self.num_groups = 0;
-            return;
+            self.merged = Vec::new();
+            self.segments = Vec::new();
+            return Ok(());
         }
+        // Segments of later groups move to a compacted buffer, renumbered.
         let shift = n as u32;
+        let kept: usize = self
+            .segments
+            .iter()
+            .filter(|(g, _, _)| *g >= shift)
+            .map(|(_, _, len)| len)
+            .sum();
+        let mut merged = Vec::new();
+        try_reserve(&mut merged, kept, "values")?;
+        let mut segments = Vec::new();
+        for &(g, start, len) in &self.segments {
+            if g < shift {
+                continue;
+            }
+            let Some(source) = self.merged.get(start..start + len) else {
+                return internal_err!("{PERCENTILE_NEAREST_RANK}: segment out of range");
+            };
+            segments.push((g - shift, merged.len(), len));
+            merged.extend_from_slice(source);
+        }
+        self.merged = merged;
+        self.segments = segments;
         let mut kept = 0;
         for i in 0..self.groups.len() {
             if let (Some(&g), Some(&v)) = (self.groups.get(i), self.values.get(i))
@@ -835,6 +913,7 @@ impl<T: ArrowPrimitiveType> NearestRankGroupsAccumulator<T> {
         self.groups.truncate(kept);
         self.values.truncate(kept);
         self.num_groups -= n;
+        Ok(())
     }
 }
 
@@ -890,18 +969,21 @@ impl<T: ArrowPrimitiveType + Debug> GroupsAccumulator for NearestRankGroupsAccum
             let offsets = lists.value_offsets();
             let (first, last) = (offsets.first().copied(), offsets.last().copied());
             let total = usize::try_from(last.unwrap_or(0) - first.unwrap_or(0)).unwrap_or(0);
-            self.reserve(total)?;
+            try_reserve(&mut self.merged, total, "values")?;
+            try_reserve(&mut self.segments, lists.len(), "segments")?;
         }
-        let groups = &mut self.groups;
-        let vals = &mut self.values;
+        let merged = &mut self.merged;
+        let segments = &mut self.segments;
         for_each_state_row::<T>(values, |row| {
             let Some(&g) = group_indices.get(row.row) else {
                 return internal_err!("{PERCENTILE_NEAREST_RANK}: state row without group");
             };
-            let before = vals.len();
-            row.extend_into(vals)?;
-            try_reserve(groups, vals.len() - before, "group indices")?;
-            groups.resize(groups.len() + (vals.len() - before), g as u32);
+            let start = merged.len();
+            row.extend_into(merged)?;
+            if merged.len() > start {
+                try_reserve(segments, 1, "segments")?;
+                segments.push((g as u32, start, merged.len() - start));
+            }
             Ok(())
         })
     }
@@ -963,6 +1045,8 @@ impl<T: ArrowPrimitiveType + Debug> GroupsAccumulator for NearestRankGroupsAccum
         size_of_val(self)
             + self.groups.capacity() * size_of::<u32>()
             + self.values.capacity() * size_of::<T::Native>()
+            + self.merged.capacity() * size_of::<T::Native>()
+            + self.segments.capacity() * size_of::<(u32, usize, usize)>()
     }
 }
 
