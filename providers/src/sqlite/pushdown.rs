@@ -4,10 +4,17 @@
 //! `Exact` only where SQLite computes the same rows as DataFusion: comparisons, `BETWEEN`,
 //! `IN`, `IS [NOT] NULL` of a column against literals of its own type (SQLite's BINARY collation
 //! compares text bytewise, as Arrow does; NULLs propagate the same way), `LIKE` with
-//! `case_sensitive_like` on (set on every scan connection), `AND`, `OR` and `NOT` of exact
-//! parts, and the full-text marker `fts_match(...)` on `blocks`, rendered as an FTS5 `MATCH`.
-//! Everything else (`ILIKE`: SQLite folds only ASCII; casts; functions) is `Unsupported` and
-//! evaluated by DataFusion above the scan.
+//! `case_sensitive_like` on (set on every scan connection) and `\` as the escape (Arrow's),
+//! `AND`, `OR` and `NOT` of exact parts, and the full-text marker `fts_match(...)` on `blocks`,
+//! rendered as an FTS5 `MATCH`.
+//!
+//! `ILIKE` becomes `lower(col) LIKE lowered-pattern`, which folds ASCII case only. Arrow folds
+//! Unicode case, where exactly two non-ASCII characters fold to ASCII letters (KELVIN SIGN to
+//! `k`, LONG S to `s`), and non-ASCII letters fold among themselves. So a pattern of ASCII
+//! without `k` or `s` is `Exact`; otherwise each `k`, `s` and non-ASCII character becomes `_`
+//! (any one character), SQLite returns a superset and the filter is `Inexact` (DataFusion checks
+//! it again above the scan). An `Inexact` part may sit under `AND`/`OR` (a superset either way)
+//! but not under `NOT`. Everything else (casts, functions) is `Unsupported`.
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::common::ScalarValue;
@@ -24,51 +31,63 @@ pub struct Pushdown {
     pub sql: String,
     /// The values of the placeholders, in order.
     pub params: Vec<Value>,
+    /// Whether SQLite selects exactly the rows DataFusion would (else a superset of them).
+    pub exact: bool,
 }
 
 /// Translates `expr` for a scan of `table` with `schema`, or `None` when it cannot be pushed
-/// down exactly.
+/// down.
 pub fn classify(expr: &Expr, table: &str, schema: &SchemaRef) -> Option<Pushdown> {
     let mut params = Vec::new();
-    let sql = translate(expr, table, schema, &mut params)?;
-    Some(Pushdown { sql, params })
+    let (sql, exact) = translate(expr, table, schema, &mut params)?;
+    Some(Pushdown { sql, params, exact })
 }
 
 /// The pushdown answer for one filter.
 pub fn support(expr: &Expr, table: &str, schema: &SchemaRef) -> TableProviderFilterPushDown {
-    if classify(expr, table, schema).is_some() {
-        TableProviderFilterPushDown::Exact
-    } else {
-        TableProviderFilterPushDown::Unsupported
+    match classify(expr, table, schema) {
+        Some(p) if p.exact => TableProviderFilterPushDown::Exact,
+        Some(_) => TableProviderFilterPushDown::Inexact,
+        None => TableProviderFilterPushDown::Unsupported,
     }
 }
 
+/// SQL and whether it is exact (`false`: it selects a superset).
 fn translate(
     expr: &Expr,
     table: &str,
     schema: &SchemaRef,
     params: &mut Vec<Value>,
-) -> Option<String> {
+) -> Option<(String, bool)> {
+    let exact = |sql: Option<String>| sql.map(|s| (s, true));
     match expr {
         Expr::BinaryExpr(b) => match b.op {
             Operator::And | Operator::Or => {
-                let left = translate(&b.left, table, schema, params)?;
-                let right = translate(&b.right, table, schema, params)?;
+                let (left, l) = translate(&b.left, table, schema, params)?;
+                let (right, r) = translate(&b.right, table, schema, params)?;
                 let op = if b.op == Operator::And { "AND" } else { "OR" };
-                Some(format!("({left} {op} {right})"))
+                Some((format!("({left} {op} {right})"), l && r))
             }
             Operator::Eq
             | Operator::NotEq
             | Operator::Lt
             | Operator::LtEq
             | Operator::Gt
-            | Operator::GtEq => comparison(&b.left, b.op, &b.right, schema, params)
-                .or_else(|| comparison(&b.right, flip(b.op)?, &b.left, schema, params)),
+            | Operator::GtEq => exact(
+                comparison(&b.left, b.op, &b.right, schema, params)
+                    .or_else(|| comparison(&b.right, flip(b.op)?, &b.left, schema, params)),
+            ),
             _ => None,
         },
-        Expr::Not(inner) => translate(inner, table, schema, params).map(|s| format!("(NOT {s})")),
-        Expr::IsNull(inner) => column(inner, schema).map(|(c, _)| format!("({c} IS NULL)")),
-        Expr::IsNotNull(inner) => column(inner, schema).map(|(c, _)| format!("({c} IS NOT NULL)")),
+        // The complement of a superset is a subset: only exact parts are negated.
+        Expr::Not(inner) => match translate(inner, table, schema, params)? {
+            (sql, true) => Some((format!("(NOT {sql})"), true)),
+            (_, false) => None,
+        },
+        Expr::IsNull(inner) => exact(column(inner, schema).map(|(c, _)| format!("({c} IS NULL)"))),
+        Expr::IsNotNull(inner) => {
+            exact(column(inner, schema).map(|(c, _)| format!("({c} IS NOT NULL)")))
+        }
         Expr::InList(list) => {
             let (col, data_type) = column(&list.expr, schema)?;
             if list.list.is_empty() {
@@ -81,7 +100,7 @@ fn translate(
             let marks = vec!["?"; values.len()].join(", ");
             params.extend(values);
             let not = if list.negated { "NOT " } else { "" };
-            Some(format!("({col} {not}IN ({marks}))"))
+            Some((format!("({col} {not}IN ({marks}))"), true))
         }
         Expr::Between(between) => {
             let (col, data_type) = column(&between.expr, schema)?;
@@ -90,21 +109,35 @@ fn translate(
             params.push(low);
             params.push(high);
             let not = if between.negated { "NOT " } else { "" };
-            Some(format!("({col} {not}BETWEEN ? AND ?)"))
+            Some((format!("({col} {not}BETWEEN ? AND ?)"), true))
         }
-        Expr::Like(like) if !like.case_insensitive => {
+        Expr::Like(like) => {
             let (col, data_type) = column(&like.expr, schema)?;
             if data_type != DataType::Utf8 {
                 return None;
             }
-            let pattern = literal(&like.pattern, &DataType::Utf8)?;
-            params.push(pattern);
-            let not = if like.negated { "NOT " } else { "" };
-            match like.escape_char {
-                Some(c) if c != '\'' => Some(format!("({col} {not}LIKE ? ESCAPE '{c}')")),
-                Some(_) => None,
-                None => Some(format!("({col} {not}LIKE ?)")),
+            let Value::Text(pattern) = literal(&like.pattern, &DataType::Utf8)? else {
+                return None;
+            };
+            // Arrow escapes with `\` unless told otherwise.
+            let escape = like.escape_char.unwrap_or('\\');
+            if escape == '\''
+                || pattern.ends_with(escape) && !pattern.ends_with(&format!("{escape}{escape}"))
+            {
+                return None;
             }
+            let not = if like.negated { "NOT " } else { "" };
+            let (target, pattern, exact) = if like.case_insensitive {
+                let (pattern, exact) = ascii_folding_pattern(&pattern, escape);
+                if like.negated && !exact {
+                    return None;
+                }
+                (format!("lower({col})"), pattern, exact)
+            } else {
+                (col, pattern, true)
+            };
+            params.push(Value::Text(pattern));
+            Some((format!("({target} {not}LIKE ? ESCAPE '{escape}')"), exact))
         }
         Expr::ScalarFunction(f) if f.name() == FTS_FUNCTION && table == "blocks" => {
             let [_, query] = f.args.as_slice() else {
@@ -112,10 +145,47 @@ fn translate(
             };
             let query = literal(query, &DataType::Utf8)?;
             params.push(query);
-            Some("(rowid IN (SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH ?))".to_string())
+            Some((
+                "(rowid IN (SELECT rowid FROM blocks_fts WHERE blocks_fts MATCH ?))".to_string(),
+                true,
+            ))
         }
         _ => None,
     }
+}
+
+/// An `ILIKE` pattern for `lower(col) LIKE ...` under ASCII-only folding: ASCII letters lowered;
+/// `k`, `s` and non-ASCII characters (which Unicode case folding can match with characters
+/// SQLite would not) widened to `_`. Returns the pattern and whether nothing was widened.
+fn ascii_folding_pattern(pattern: &str, escape: char) -> (String, bool) {
+    let mut out = String::with_capacity(pattern.len());
+    let mut exact = true;
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        let (literal, escaped) = if c == escape {
+            match chars.next() {
+                Some(next) => (next, true),
+                None => (c, false),
+            }
+        } else {
+            (c, false)
+        };
+        if !escaped && (literal == '%' || literal == '_') {
+            out.push(literal);
+            continue;
+        }
+        let lower = literal.to_ascii_lowercase();
+        if !lower.is_ascii() || lower == 'k' || lower == 's' {
+            out.push('_');
+            exact = false;
+        } else {
+            if escaped {
+                out.push(escape);
+            }
+            out.push(lower);
+        }
+    }
+    (out, exact)
 }
 
 fn flip(op: Operator) -> Option<Operator> {
@@ -230,16 +300,57 @@ mod tests {
     #[test]
     fn refuses_what_sqlite_computes_differently() {
         let s = schema();
-        assert!(classify(&col("role").ilike(lit("A%")), "messages", &s).is_none());
         // A literal of another type would need a cast.
         assert!(classify(&col("word_count").eq(lit("10")), "messages", &s).is_none());
         assert!(classify(&col("word_count").eq(lit(10i32)), "messages", &s).is_none());
-        // One inexact side makes the whole AND unsupported.
-        let e = col("role").eq(lit("x")).and(col("role").ilike(lit("y")));
-        assert!(classify(&e, "messages", &s).is_none());
+        // A function of a column is DataFusion's.
+        let e = datafusion::functions::string::expr_fn::lower(col("role")).eq(lit("x"));
         assert_eq!(
             support(&e, "messages", &s),
             TableProviderFilterPushDown::Unsupported
+        );
+    }
+
+    #[test]
+    fn like_escapes_with_backslash_as_arrow_does() {
+        let s = schema();
+        let p = classify(&col("role").like(lit("a\\_b%")), "messages", &s).unwrap();
+        assert_eq!(p.sql, "(\"role\" LIKE ? ESCAPE '\\')");
+        assert!(p.exact);
+        // A pattern ending in a lone escape means different things to the two engines.
+        assert!(classify(&col("role").like(lit("ab\\")), "messages", &s).is_none());
+    }
+
+    #[test]
+    fn ilike_is_exact_when_ascii_folding_suffices_and_a_superset_otherwise() {
+        let s = schema();
+        let p = classify(&col("role").ilike(lit("%ASSI%")), "messages", &s).unwrap();
+        assert_eq!(p.sql, "(lower(\"role\") LIKE ? ESCAPE '\\')");
+        assert_eq!(p.params, vec![Value::Text("%a__i%".into())]);
+        assert!(!p.exact, "s folds with LONG S: widened");
+        let p = classify(&col("role").ilike(lit("%Tool\\_Use%")), "messages", &s).unwrap();
+        assert_eq!(p.params, vec![Value::Text("%tool\\_u_e%".into())]);
+        let p = classify(&col("role").ilike(lit("%TOOL%")), "messages", &s).unwrap();
+        assert_eq!(p.params, vec![Value::Text("%tool%".into())]);
+        assert!(p.exact);
+        assert_eq!(
+            support(&col("role").ilike(lit("%TOOL%")), "messages", &s),
+            TableProviderFilterPushDown::Exact
+        );
+        let p = classify(&col("role").ilike(lit("%łódź%")), "messages", &s).unwrap();
+        assert_eq!(p.params, vec![Value::Text("%__d_%".into())]);
+        // A superset under AND/OR stays a superset; under NOT it would be a subset.
+        let e = col("role").eq(lit("x")).and(col("role").ilike(lit("%k%")));
+        assert_eq!(
+            support(&e, "messages", &s),
+            TableProviderFilterPushDown::Inexact
+        );
+        assert!(classify(&!col("role").ilike(lit("%k%")), "messages", &s).is_none());
+        assert!(classify(&col("role").not_ilike(lit("%k%")), "messages", &s).is_none());
+        assert!(
+            classify(&col("role").not_ilike(lit("%t%")), "messages", &s)
+                .unwrap()
+                .exact
         );
     }
 }
