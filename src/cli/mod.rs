@@ -539,9 +539,8 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
     };
     let runtime = runtime()?;
     if format.streams() {
-        let name = format.name();
         let (resolved, stream) = runtime
-            .block_on(engine.stream(query, caps, name))
+            .block_on(engine.stream(query, caps, format.name()))
             .map_err(|e| engine_failure(query, e, json_errors))?;
         let written = runtime.block_on(export::write_stream(stream, format, &mut destination));
         let rows = match written {
@@ -553,13 +552,7 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
             Err(export::StreamError::Export(e)) => return Err(Failure::runtime(e)),
         };
         destination.commit().map_err(Failure::runtime)?;
-        if let Some(path) = &path {
-            eprintln!(
-                "wrote {rows} rows ({}, {name}, exact) to {}",
-                resolved.unit_source,
-                path.display()
-            );
-        }
+        report_written(path.as_deref(), rows, resolved.unit_source, format);
         return Ok(());
     }
     let answer = runtime
@@ -569,15 +562,25 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
         .write_text(&crate::output::render(&answer, format))
         .map_err(Failure::runtime)?;
     destination.commit().map_err(Failure::runtime)?;
-    if let Some(path) = &path {
+    report_written(
+        path.as_deref(),
+        answer.rows.len(),
+        answer.resolved.unit_source,
+        format,
+    );
+    Ok(())
+}
+
+/// Tells on standard error what a query wrote to a file (nothing for standard output).
+#[cfg(feature = "engine")]
+fn report_written(path: Option<&std::path::Path>, rows: usize, unit: &str, format: Format) {
+    if let Some(path) = path {
         eprintln!(
-            "wrote {} rows ({}, exact) to {}",
-            answer.rows.len(),
-            answer.resolved.unit_source,
+            "wrote {rows} rows ({unit}, {}, exact) to {}",
+            format.name(),
             path.display()
         );
     }
-    Ok(())
 }
 
 #[cfg(feature = "engine")]

@@ -566,10 +566,7 @@ impl<T: ArrowPrimitiveType> NearestRankAccumulator<T> {
         let mut values = std::mem::take(&mut self.values);
         values.sort_unstable_by(|a, b| a.compare(*b));
         let mut incoming: Vec<(T::Native, u64)> = Vec::new();
-        let distinct = 1 + values
-            .windows(2)
-            .filter(|w| w[0].compare(w[1]) != Ordering::Equal)
-            .count();
+        let distinct = distinct_in_sorted::<T>(&values);
         try_reserve(&mut incoming, distinct, "value runs")?;
         for v in values {
             match incoming.last_mut() {
@@ -642,11 +639,16 @@ fn mostly_distinct<T: ArrowPrimitiveType>(values: &[T::Native]) -> bool {
     let step = (values.len() / SAMPLE).max(1);
     let mut sample: Vec<T::Native> = values.iter().step_by(step).take(SAMPLE).copied().collect();
     sample.sort_unstable_by(|a, b| a.compare(*b));
-    let distinct = 1 + sample
+    distinct_in_sorted::<T>(&sample) * 4 > sample.len()
+}
+
+/// The number of distinct values in a sorted slice (under the Arrow total order of `T`).
+fn distinct_in_sorted<T: ArrowPrimitiveType>(sorted: &[T::Native]) -> usize {
+    let changes = sorted
         .windows(2)
         .filter(|w| w[0].compare(w[1]) != Ordering::Equal)
         .count();
-    distinct * 4 > sample.len()
+    if sorted.is_empty() { 0 } else { 1 + changes }
 }
 
 impl<T: ArrowPrimitiveType + Debug> Accumulator for NearestRankAccumulator<T> {
