@@ -1,9 +1,10 @@
-//! The output formats, shared by the command line (`--format`, `-o FILE`) and the encoders.
+//! The output formats, shared by every front end (the command line's `--format` and `-o FILE`)
+//! and the encoders. No front end's types appear here.
 
 use std::path::Path;
 
 /// How results (and verbs' reports) are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// A table for people (the default).
     Table,
@@ -22,6 +23,22 @@ pub enum Format {
 }
 
 impl Format {
+    /// Every format, in the order help texts list them.
+    pub const ALL: [Format; 7] = [
+        Format::Table,
+        Format::Json,
+        Format::Ndjson,
+        Format::Csv,
+        Format::Yaml,
+        Format::Arrow,
+        Format::Parquet,
+    ];
+
+    /// The format called `name` (`table`, `json`, `ndjson`, `csv`, `yaml`, `arrow`, `parquet`).
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
         match self {

@@ -1,20 +1,35 @@
 //! quarry: exact analytical queries over archives of AI-agent sessions.
 //!
+//! The library is what every front end calls: open a [`Quarry`] over an archive with typed
+//! [`Options`], run a query of the language, and get a stream of Arrow record batches with typed
+//! metadata (see [`api`]); [`output`] writes an answer in any [`Format`]. The command line
+//! ([`cli`]) only parses arguments, calls the library and writes.
+//!
 //! Data flows one way: source files → [`ingest`] → SQLite archive (`quarry_providers`) →
-//! a query lowered to a DataFusion plan (`lower`) → executed (`engine`) → written (`output`, in
-//! a [`format::Format`]). [`synth`] writes synthetic transcripts in the real
-//! on-disk formats so demos and benchmarks go through the same ingest path; [`assertions`] adds
-//! tags and notes; [`cli`] is the command line.
+//! a query lowered to a DataFusion plan (`lower`) → executed (`engine`) → written ([`output`]).
+//! [`synth`] writes synthetic transcripts in the real on-disk formats so demos and benchmarks go
+//! through the same ingest path; [`assertions`] adds tags and notes.
 
+pub mod api;
 pub mod assertions;
 pub mod cli;
 #[cfg(feature = "engine")]
-pub mod engine;
+mod engine;
 pub mod format;
 pub mod ingest;
 pub mod location;
 #[cfg(feature = "engine")]
-pub mod lower;
-#[cfg(feature = "engine")]
+mod lower;
 pub mod output;
 pub mod synth;
+
+#[cfg(feature = "engine")]
+pub use api::{Attachment, QueryResult};
+pub use api::{
+    Caps, Completion, Error, Options, Quarry, QueryStream, ResultMeta, Semantics, Source,
+    SourceChoice, block_on,
+};
+/// Arrow, as the API's record batches and schemas use it.
+#[cfg(feature = "engine")]
+pub use datafusion::arrow;
+pub use format::Format;

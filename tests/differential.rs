@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use quarry::engine::{Answer, Caps, Engine, EngineOptions};
+use quarry::{Caps, Options, Quarry, QueryResult};
 use serde_json::Value;
 
 use crate::support::corpus;
@@ -372,20 +372,15 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// An engine in UTC (the time-bucket oracle is UTC).
-pub fn engine(path: &Path) -> Engine {
-    Engine::open(
-        path,
-        &EngineOptions {
-            memory_limit: None,
-            tz: Some("UTC".into()),
-        },
-    )
-    .unwrap()
+pub fn engine(path: &Path) -> Quarry {
+    let mut options = Options::new(path);
+    options.tz = Some("UTC".into());
+    Quarry::open(&options).unwrap()
 }
 
 /// Rows of a row set as JSON arrays.
-pub fn json_rows(set: &quarry::engine::RowSet) -> Vec<Vec<Value>> {
-    let Value::Array(rows) = quarry::output::rows(set) else {
+pub fn json_rows(batches: &[quarry::arrow::record_batch::RecordBatch]) -> Vec<Vec<Value>> {
+    let Value::Array(rows) = quarry::output::rows_json(batches).unwrap() else {
         panic!("rows are an array")
     };
     rows.into_iter()
@@ -540,10 +535,10 @@ fn check_all(archive: &Path) {
     let rt = runtime();
     let engine = engine(archive);
     for (query, oracle) in CASES {
-        let answer: Answer = rt
-            .block_on(engine.run(query, Caps::default()))
+        let answer: QueryResult = rt
+            .block_on(engine.query_collect(query, Caps::default()))
             .unwrap_or_else(|e| panic!("{query}: {e:?}"));
-        let got = json_rows(&answer.rows);
+        let got = json_rows(&answer.batches);
         match oracle {
             Sql(sql) => assert_rows(query, &got, &sql_rows(archive, sql)),
             Descending(sql, column) => {
@@ -564,16 +559,19 @@ fn check_all(archive: &Path) {
             ),
             Projection { sessions, attached } => {
                 let id = answer
-                    .rows
                     .schema
                     .index_of("session_id")
                     .expect("sessions have session_id");
                 let ids: Vec<Vec<Value>> = got.iter().map(|r| vec![r[id].clone()]).collect();
                 assert_rows(query, &sorted(ids), &sorted(sql_rows(archive, sessions)));
                 assert_eq!(answer.attachments.len(), attached.len(), "{query}");
-                for ((unit, set), sql) in answer.attachments.iter().zip(attached.iter()) {
-                    let label = format!("{query} [{unit}]");
-                    assert_rows(&label, &json_rows(set), &sql_rows(archive, sql));
+                for (attachment, sql) in answer.attachments.iter().zip(attached.iter()) {
+                    let label = format!("{query} [{}]", attachment.unit);
+                    assert_rows(
+                        &label,
+                        &json_rows(&attachment.batches),
+                        &sql_rows(archive, sql),
+                    );
                 }
             }
         }

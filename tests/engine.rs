@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use quarry::engine::{Caps, EngineError};
-use quarry::lower::LowerError;
+use quarry::{Caps, Error, Options, Quarry};
 
 use crate::differential::{corpus_archive, engine, runtime, sql_rows};
 use crate::support::{quarry, shared};
@@ -46,16 +45,13 @@ fn every_conformance_positive_executes_on_the_corpus() {
     let mut semantic = 0;
     let mut failures = Vec::new();
     for (query, unit) in &cases {
-        match rt.block_on(engine.run(query, Caps::default())) {
+        match rt.block_on(engine.query_collect(query, Caps::default())) {
             Ok(answer) => {
-                if answer.resolved.unit_source != unit {
-                    failures.push(format!(
-                        "{query}: unit {} != {unit}",
-                        answer.resolved.unit_source
-                    ));
+                if answer.meta.unit != *unit {
+                    failures.push(format!("{query}: unit {} != {unit}", answer.meta.unit));
                 }
             }
-            Err(EngineError::Lower(LowerError::EmbeddingsUnavailable))
+            Err(Error::EmbeddingsUnavailable)
                 if query.contains("near:") || query.contains("semantic:") =>
             {
                 semantic += 1;
@@ -84,7 +80,7 @@ fn explain_plan_shows_pushdown_into_the_scan() {
     let rt = runtime();
     let engine = engine(archive);
     let text = rt
-        .block_on(engine.explain("messages where role:assistant AND type:text | limit 5"))
+        .block_on(engine.explain_plan("messages where role:assistant AND type:text | limit 5"))
         .unwrap();
     let scan = text
         .lines()
@@ -96,7 +92,7 @@ fn explain_plan_shows_pushdown_into_the_scan() {
     );
     assert!(scan.contains("limit=5"), "{scan}");
     let text = rt
-        .block_on(engine.explain("messages where role:assistant AND session.repo:x"))
+        .block_on(engine.explain_plan("messages where role:assistant AND session.repo:x"))
         .unwrap();
     assert!(text.contains("join_type=LeftSemi"), "{text}");
     // The sessions predicate (`repo:x`, a case-insensitive substring) runs inside the sessions
@@ -135,11 +131,8 @@ fn file_rows(path: &Path) -> Vec<Vec<serde_json::Value>> {
     let Some(first) = batches.first() else {
         return Vec::new();
     };
-    let set = quarry::engine::RowSet {
-        schema: first.schema(),
-        batches,
-    };
-    crate::differential::json_rows(&set)
+    let _ = first;
+    crate::differential::json_rows(&batches)
 }
 
 /// The names of the files in `dir`, in order.
@@ -324,12 +317,12 @@ fn group_by_a_raw_column_counts_per_session() {
     let rt = runtime();
     let engine = engine(archive);
     let answer = rt
-        .block_on(engine.run(
+        .block_on(engine.query_collect(
             "messages | group by session_id | agg count, p90:word_count",
             Caps::default(),
         ))
         .unwrap();
-    let got = crate::differential::json_rows(&answer.rows);
+    let got = crate::differential::json_rows(&answer.batches);
     let want = sql_rows(
         archive,
         "SELECT session_id, COUNT(*) FROM messages GROUP BY session_id ORDER BY session_id",
@@ -348,18 +341,13 @@ fn day_buckets_follow_an_iana_zone() {
         return;
     };
     let zone = "America/New_York";
-    let engine = quarry::engine::Engine::open(
-        archive,
-        &quarry::engine::EngineOptions {
-            memory_limit: None,
-            tz: Some(zone.into()),
-        },
-    )
-    .unwrap();
+    let mut options = Options::new(archive);
+    options.tz = Some(zone.into());
+    let engine = Quarry::open(&options).unwrap();
     let answer = runtime()
-        .block_on(engine.run("messages | group by time:day | count", Caps::default()))
+        .block_on(engine.query_collect("messages | group by time:day | count", Caps::default()))
         .unwrap();
-    let got: Vec<(Option<String>, i64)> = crate::differential::json_rows(&answer.rows)
+    let got: Vec<(Option<String>, i64)> = crate::differential::json_rows(&answer.batches)
         .into_iter()
         .map(|r| {
             (
@@ -382,15 +370,9 @@ fn day_buckets_follow_an_iana_zone() {
     }
     assert_eq!(got, want.into_iter().collect::<Vec<_>>());
     // A zone that does not exist is a clear error.
-    let err = quarry::engine::Engine::open(
-        archive,
-        &quarry::engine::EngineOptions {
-            memory_limit: None,
-            tz: Some("Mars/Olympus".into()),
-        },
-    )
-    .err()
-    .unwrap();
+    let mut options = Options::new(archive);
+    options.tz = Some("Mars/Olympus".into());
+    let err = Quarry::open(&options).err().unwrap();
     assert!(err.to_string().contains("Europe/Warsaw"), "{err}");
 }
 
@@ -421,8 +403,10 @@ fn full_text_leaves_fold_the_l_stroke_like_the_index() {
     let rt = runtime();
     let engine = engine(&path);
     let count = |query: &str| -> i64 {
-        let answer = rt.block_on(engine.run(query, Caps::default())).unwrap();
-        crate::differential::json_rows(&answer.rows)[0][0]
+        let answer = rt
+            .block_on(engine.query_collect(query, Caps::default()))
+            .unwrap();
+        crate::differential::json_rows(&answer.batches)[0][0]
             .as_i64()
             .unwrap()
     };
@@ -445,5 +429,36 @@ fn full_text_leaves_fold_the_l_stroke_like_the_index() {
         ("messages where NOT text:ą | count", 1),
     ] {
         assert_eq!(count(query), want, "{query}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn exports_get_the_ordinary_mode_of_a_new_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(archive) = corpus_archive() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Streamed (parquet, csv) and whole-file (json) exports, each under umask 022.
+    for name in ["roles.parquet", "roles.csv", "roles.json"] {
+        let path = dir.path().join(name);
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("umask 022 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_quarry"))
+            .args(["--archive", &archive.display().to_string()])
+            .args(["messages | group by role | count", "-o"])
+            .arg(&path)
+            .env_remove("QUARRY_ARCHIVE")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{name}: mode {mode:o}");
     }
 }

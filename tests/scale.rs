@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use quarry::engine::Caps;
+use quarry::Caps;
 use serde_json::Value;
 
 use crate::differential::{engine, json_rows, nearest_rank, runtime, sql_rows};
@@ -56,15 +56,15 @@ fn scale_percentiles_over_a_million_messages_equal_the_oracle() {
     let rt = runtime();
     let engine = engine(&archive);
     let answer = rt
-        .block_on(engine.run(
+        .block_on(engine.query_collect(
             "messages | agg count, p50:word_count, p90:word_count, p99:word_count",
             Caps::default(),
         ))
         .unwrap();
-    let envelope = quarry::output::envelope(&answer);
+    let envelope = serde_json::to_value(quarry::output::Envelope::new(&answer).unwrap()).unwrap();
     assert_eq!(envelope["exact"], Value::Bool(true));
     assert_eq!(envelope["input_rows"], Value::from(values.len()));
-    let row = &json_rows(&answer.rows)[0];
+    let row = &json_rows(&answer.batches)[0];
     assert_eq!(row[0].as_u64(), Some(values.len() as u64));
     for (i, p) in [50, 90, 99].into_iter().enumerate() {
         let want = nearest_rank(&values, p).unwrap();

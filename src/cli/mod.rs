@@ -11,10 +11,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub use crate::format::Format;
-
+use crate::format::Format;
 use crate::ingest::{IngestOptions, ingest};
 use crate::location::{archive_path, os_user};
+use crate::output::{self, Destination};
+use crate::{Caps, Error, Options, Quarry, block_on};
 use quarry_providers::Archive;
 
 /// Exact analytical queries over archives of AI-agent sessions.
@@ -27,7 +28,7 @@ pub struct Cli {
 
     /// Output format: table (people; the default), json (the envelope), ndjson, csv, yaml,
     /// arrow (IPC file) or parquet. With -o the file's extension chooses, unless this is given.
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, global = true, value_name = "FORMAT", value_parser = format_parser())]
     pub format: Option<Format>,
 
     /// Write the result to FILE (or a file:// URL) instead of standard output; .parquet,
@@ -55,6 +56,13 @@ pub struct Cli {
     /// The verb; anything else is a query (`quarry 'messages | count'` = `quarry query ...`).
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+/// `--format`'s values: the library's formats by name.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name))
+        .try_map(|name: String| Format::from_name(&name).ok_or("not a format"))
 }
 
 /// Global flags that take a value (so the default-verb rule can skip their values).
@@ -378,11 +386,13 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         }
         Command::Explain { query, plan: true } => run_explain_plan(&query, &cli),
         Command::Explain { query, plan: false } => {
-            let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            exit_with(explain::run(&query, json, color))
+            exit_with(explain::run(&query, json, stderr_color()))
         }
         Command::Complete { examples, errors } => exit_with(complete::run(examples, errors, json)),
-        Command::Demo => crate::synth::demo(json).map_err(Failure::runtime),
+        Command::Demo => {
+            emit(&crate::synth::demo(json).map_err(Failure::runtime)?);
+            Ok(())
+        }
         Command::Tag { session, tag } => {
             let mut archive = open_archive(cli.archive)?;
             let id =
@@ -428,85 +438,58 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
     }
 }
 
-#[cfg(feature = "engine")]
-fn engine(cli: &Cli) -> Result<crate::engine::Engine, Failure> {
-    let memory_limit = cli
+/// The library's options from the global flags.
+fn options(cli: &Cli) -> Result<Options, Failure> {
+    let mut options = Options::new(archive_path(cli.archive.clone()));
+    options.memory_limit = cli
         .memory_limit
         .as_deref()
         .map(parse_size)
         .transpose()
         .map_err(Failure::usage)?;
-    let options = crate::engine::EngineOptions {
-        memory_limit,
-        tz: cli.tz.clone(),
+    options.tz = cli.tz.clone();
+    Ok(options)
+}
+
+/// A library error as the command line reports it: a query's diagnostics drawn under the query
+/// (or as JSON), a planning refusal as a diagnostic, anything else as a message; exit 2 for a
+/// usage error, 1 for a failure while running.
+fn failure(query: &str, e: Error, json: bool) -> Failure {
+    let silent = |code| Failure {
+        code,
+        message: String::new(),
     };
-    crate::engine::Engine::open(&archive_path(cli.archive.clone()), &options)
-        .map_err(Failure::runtime)
-}
-
-#[cfg(feature = "engine")]
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(Failure::runtime)
-}
-
-#[cfg(feature = "engine")]
-fn engine_failure(query: &str, e: crate::engine::EngineError, json: bool) -> Failure {
     match e {
-        crate::engine::EngineError::Query(diagnostics) => {
+        Error::Query(diagnostics) => {
             if json {
                 emit(&format!("{}\n", diagnostics.to_json()));
             } else {
-                let color =
-                    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-                eprint!("{}", quarry_grammar::render(query, &diagnostics, color));
+                eprint!(
+                    "{}",
+                    quarry_grammar::render(query, &diagnostics, stderr_color())
+                );
             }
-            Failure {
-                code: 2,
-                message: String::new(),
-            }
+            silent(2)
         }
-        crate::engine::EngineError::Lower(e) => {
-            if json {
-                emit(&format!(
-                    "{}\n",
-                    serde_json::json!({"diagnostics": [{"code": lower_code(&e), "message": e.to_string()}]})
-                ));
-                Failure {
-                    code: 2,
-                    message: String::new(),
-                }
-            } else {
-                Failure::usage(e)
-            }
+        e if e.is_plan_refusal() && json => {
+            emit(&format!(
+                "{}\n",
+                serde_json::json!({"diagnostics": [{"code": e.code(), "message": e.to_string()}]})
+            ));
+            silent(2)
         }
-        e @ crate::engine::EngineError::AttachmentsNotStreamable(_) => Failure::usage(e),
-        other => Failure::runtime(other),
+        e if e.is_usage() => Failure::usage(e),
+        e => Failure::runtime(e),
     }
 }
 
-#[cfg(feature = "engine")]
-fn lower_code(e: &crate::lower::LowerError) -> &'static str {
-    match e {
-        crate::lower::LowerError::EmbeddingsUnavailable => "embeddings_unavailable",
-        crate::lower::LowerError::LaneUnavailable(_) => "lane_unavailable",
-        crate::lower::LowerError::Plan(_) => "unplannable",
-        crate::lower::LowerError::DataFusion(_) => "plan_error",
-    }
+fn stderr_color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
 }
 
-#[cfg(feature = "engine")]
-fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
-    use crate::output::export::{self, Destination};
-    let path = cli
-        .output
-        .as_deref()
-        .map(export::output_path)
-        .transpose()
-        .map_err(Failure::usage)?;
-    let format = match (cli.format, &path) {
+/// The format of a query's answer: `--format`, else the extension of `-o FILE`, else table.
+fn answer_format(cli: &Cli, path: Option<&std::path::Path>) -> Result<Format, Failure> {
+    Ok(match (cli.format, path) {
         (Some(f), Some(path)) => match Format::for_path(path) {
             Some(named) if named != f => {
                 return Err(Failure::usage(format!(
@@ -519,17 +502,27 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
             _ => f,
         },
         (Some(f), None) => f,
-        (None, Some(path)) => export::format_for_path(path).map_err(Failure::usage)?,
+        (None, Some(path)) => output::format_for_path(path).map_err(Failure::usage)?,
         (None, None) => Format::Table,
-    };
+    })
+}
+
+fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
+    let path = cli
+        .output
+        .as_deref()
+        .map(output::output_path)
+        .transpose()
+        .map_err(Failure::usage)?;
+    let format = answer_format(cli, path.as_deref())?;
     if format.is_binary() && path.is_none() && std::io::stdout().is_terminal() {
         return Err(Failure::usage(
             "binary output (arrow, parquet) is not written to a terminal: give -o FILE or redirect standard output",
         ));
     }
-    let json_errors = format == Format::Json;
-    let engine = engine(cli)?;
-    let caps = crate::engine::Caps {
+    let json = format == Format::Json;
+    let quarry = Quarry::open(&options(cli)?).map_err(|e| failure(query, e, json))?;
+    let caps = Caps {
         limit: cli.limit,
         offset: cli.offset,
     };
@@ -537,72 +530,39 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
         Some(path) => Destination::file(path).map_err(Failure::runtime)?,
         None => Destination::stdout(),
     };
-    let runtime = runtime()?;
-    if format.streams() {
-        let (resolved, stream) = runtime
-            .block_on(engine.stream(query, caps, format.name()))
-            .map_err(|e| engine_failure(query, e, json_errors))?;
-        let written = runtime.block_on(export::write_stream(stream, format, &mut destination));
-        let rows = match written {
-            Ok(rows) => rows,
-            Err(_) if destination.closed() => return Ok(()),
-            Err(export::StreamError::Execution(e)) => {
-                return Err(Failure::runtime(crate::engine::EngineError::from(e)));
-            }
-            Err(export::StreamError::Export(e)) => return Err(Failure::runtime(e)),
-        };
-        destination.commit().map_err(Failure::runtime)?;
-        report_written(path.as_deref(), rows, resolved.unit_source, format);
-        return Ok(());
-    }
-    let answer = runtime
-        .block_on(engine.run(query, caps))
-        .map_err(|e| engine_failure(query, e, json_errors))?;
-    destination
-        .write_text(&crate::output::render(&answer, format))
-        .map_err(Failure::runtime)?;
+    let written = block_on(async {
+        let stream = quarry.query(query, caps).await?;
+        let unit = stream.meta().unit.clone();
+        output::write(stream, format, &mut destination)
+            .await
+            .map(|completion| (unit, completion))
+    })
+    .and_then(|written| written);
+    let (unit, completion) = match written {
+        Ok(written) => written,
+        Err(_) if destination.closed() => return Ok(()),
+        Err(e) => return Err(failure(query, e, json)),
+    };
     destination.commit().map_err(Failure::runtime)?;
-    report_written(
-        path.as_deref(),
-        answer.rows.len(),
-        answer.resolved.unit_source,
-        format,
-    );
-    Ok(())
-}
-
-/// Tells on standard error what a query wrote to a file (nothing for standard output).
-#[cfg(feature = "engine")]
-fn report_written(path: Option<&std::path::Path>, rows: usize, unit: &str, format: Format) {
-    if let Some(path) = path {
+    if let Some(path) = &path {
         eprintln!(
-            "wrote {rows} rows ({unit}, {}, exact) to {}",
+            "wrote {} rows ({unit}, {}, exact) to {}",
+            completion.rows,
             format.name(),
             path.display()
         );
     }
-}
-
-#[cfg(feature = "engine")]
-fn run_explain_plan(query: &str, cli: &Cli) -> Result<(), Failure> {
-    let engine = engine(cli)?;
-    let text = runtime()?
-        .block_on(engine.explain(query))
-        .map_err(|e| engine_failure(query, e, cli.format() == Format::Json))?;
-    emit(&format!("{text}\n"));
     Ok(())
 }
 
-#[cfg(not(feature = "engine"))]
-fn run_query(_query: &str, _cli: &Cli) -> Result<(), Failure> {
-    Err(Failure::usage(
-        "this quarry was built without the query engine (cargo feature `engine`); `quarry explain QUERY` shows how a query parses",
-    ))
-}
-
-#[cfg(not(feature = "engine"))]
 fn run_explain_plan(query: &str, cli: &Cli) -> Result<(), Failure> {
-    run_query(query, cli)
+    let json = cli.format() == Format::Json;
+    let quarry = Quarry::open(&options(cli)?).map_err(|e| failure(query, e, json))?;
+    let text = block_on(quarry.explain_plan(query))
+        .and_then(|text| text)
+        .map_err(|e| failure(query, e, json))?;
+    emit(&format!("{text}\n"));
+    Ok(())
 }
 
 /// Parses a size: `256MB`, `2GB`, `512MiB`, `1048576`.

@@ -1,71 +1,29 @@
-//! The engine: one DataFusion `SessionContext` over the archive (a TableProvider per table, the
-//! language's functions, a memory pool that spills), running a query's lowered plan and
-//! collecting its rows exactly — no cap, no sample.
+//! The engine behind the library API: one DataFusion `SessionContext` over the archive (a
+//! TableProvider per table, the language's functions, a memory pool that spills, a planner that
+//! knows [`count::CountRows`]), turning a query into a record-batch stream. Every table
+//! reference is scanned once: an aggregate's `input_rows` is counted as its input flows.
+
+mod count;
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::DataFusionError;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::logical_expr::LogicalPlanBuilder;
-use datafusion::physical_plan::SendableRecordBatchStream;
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use quarry_grammar::resolve::Resolved;
 
+pub use self::count::RowCounter;
+use self::count::{CountRows, QuarryQueryPlanner};
+use crate::api::{Attachment, Caps, Error, Options, QueryStream, ResultMeta, Source};
 use crate::lower::clock::{Clock, ClockError};
 use crate::lower::tables::Tables;
 use crate::lower::{LowerError, lower};
 
-/// How the engine runs.
-#[derive(Debug, Clone, Default)]
-pub struct EngineOptions {
-    /// Memory pool size in bytes; sorts and aggregates spill to disk beyond it.
-    pub memory_limit: Option<usize>,
-    /// Zone of day boundaries and time buckets (`UTC`, `local`, `+02:00`).
-    pub tz: Option<String>,
-}
-
-/// Caps the caller puts on a result (not part of the query): they set `truncated`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Caps {
-    /// At most this many rows.
-    pub limit: Option<usize>,
-    /// Skip this many rows first.
-    pub offset: Option<usize>,
-}
-
-/// Why a query failed.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    /// The query does not parse or resolve.
-    #[error("invalid query")]
-    Query(quarry_grammar::Diagnostics),
-    /// The query cannot be planned (embeddings, lanes, ...).
-    #[error(transparent)]
-    Lower(#[from] LowerError),
-    /// A clock setting is wrong.
-    #[error(transparent)]
-    Clock(#[from] ClockError),
-    /// The query needs more memory than the pool allows, even after spilling.
-    #[error(
-        "the query needs more memory than --memory-limit allows, even spilling to disk: {0}; raise --memory-limit, or narrow the query (a where, fewer groups or columns)"
-    )]
-    MemoryLimit(String),
-    /// `with` projections attach other units' rows, which a streamed export cannot hold.
-    #[error(
-        "a query with `with` projections cannot be streamed to {0}; export each unit with its own query, or use --format json"
-    )]
-    AttachmentsNotStreamable(&'static str),
-    /// Execution failed (archive error, ...).
-    #[error("{0}")]
-    Execution(DataFusionError),
-}
-
-impl From<DataFusionError> for EngineError {
+impl From<DataFusionError> for Error {
     fn from(e: DataFusionError) -> Self {
         match e.find_root() {
             DataFusionError::ResourcesExhausted(message) => {
@@ -76,47 +34,28 @@ impl From<DataFusionError> for EngineError {
                     .unwrap_or(message)
                     .trim()
                     .trim_end_matches('.');
-                EngineError::MemoryLimit(failed.to_string())
+                Error::MemoryLimit(failed.to_string())
             }
-            _ => EngineError::Execution(e),
+            _ => Error::Execution(e.to_string()),
         }
     }
 }
 
-/// Rows of one result set.
-#[derive(Debug, Clone)]
-pub struct RowSet {
-    /// Column names and types.
-    pub schema: SchemaRef,
-    /// The rows.
-    pub batches: Vec<RecordBatch>,
-}
-
-impl RowSet {
-    /// Number of rows.
-    pub fn len(&self) -> usize {
-        self.batches.iter().map(RecordBatch::num_rows).sum()
-    }
-
-    /// Whether there are no rows.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+impl From<LowerError> for Error {
+    fn from(e: LowerError) -> Self {
+        match e {
+            LowerError::EmbeddingsUnavailable => Error::EmbeddingsUnavailable,
+            LowerError::LaneUnavailable(lane) => Error::LaneUnavailable(lane),
+            LowerError::Plan(message) => Error::Unplannable(message),
+            LowerError::DataFusion(e) => Error::Unplannable(e.to_string()),
+        }
     }
 }
 
-/// A query's answer.
-#[derive(Debug, Clone)]
-pub struct Answer {
-    /// The resolved query.
-    pub resolved: Resolved,
-    /// The rows.
-    pub rows: RowSet,
-    /// Rows an aggregate reduced (aggregate queries).
-    pub input_rows: Option<usize>,
-    /// Whether a cap the caller set (not the query's own `limit`) cut the rows.
-    pub truncated: bool,
-    /// Attached rows of `with` projections: (unit, rows).
-    pub attachments: Vec<(&'static str, RowSet)>,
+impl From<ClockError> for Error {
+    fn from(e: ClockError) -> Self {
+        Error::Setting(e.0)
+    }
 }
 
 /// The engine over one archive.
@@ -124,17 +63,19 @@ pub struct Engine {
     ctx: SessionContext,
     clock: Clock,
     path: PathBuf,
+    generation: i64,
 }
 
 impl Engine {
-    /// An engine over the archive at `path` (which must exist).
-    pub fn open(path: &Path, options: &EngineOptions) -> Result<Self, EngineError> {
+    /// An engine over the archive of `options` (which must exist).
+    pub fn open(options: &Options) -> Result<Self, Error> {
+        let path = &options.archive;
         if !path.exists() {
-            return Err(EngineError::Execution(DataFusionError::Plan(format!(
-                "no archive at {}: run `quarry ingest` first",
-                path.display()
-            ))));
+            return Err(Error::MissingArchive(path.clone()));
         }
+        let generation = quarry_providers::Archive::open_read_only(path)
+            .and_then(|archive| archive.generation())
+            .map_err(|e| Error::Execution(e.to_string()))?;
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = options.memory_limit {
             // A fair pool: spilling operators (sorts, aggregates) share what the others leave,
@@ -146,14 +87,20 @@ impl Engine {
             );
             runtime = runtime.with_memory_pool(Arc::new(pool));
         }
-        let config = SessionConfig::new().with_information_schema(true);
-        let ctx = SessionContext::new_with_config_rt(config, runtime.build_arc()?);
+        let state = SessionStateBuilder::new()
+            .with_config(SessionConfig::new().with_information_schema(true))
+            .with_runtime_env(runtime.build_arc()?)
+            .with_default_features()
+            .with_query_planner(Arc::new(QuarryQueryPlanner))
+            .build();
+        let ctx = SessionContext::new_with_state(state);
         quarry_udf::functions::register_all(&ctx);
         quarry_providers::sqlite::register_archive(&ctx, path)?;
         Ok(Engine {
             ctx,
             clock: Clock::from_env(options.tz.as_deref())?,
-            path: path.to_path_buf(),
+            path: path.clone(),
+            generation,
         })
     }
 
@@ -162,109 +109,65 @@ impl Engine {
         &self.path
     }
 
-    /// The DataFusion context (for SQL and tests).
-    pub fn context(&self) -> &SessionContext {
-        &self.ctx
-    }
-
-    /// Parses, resolves and lowers `query`.
-    pub async fn plan(
-        &self,
-        query: &str,
-    ) -> Result<(Resolved, crate::lower::Lowered), EngineError> {
-        let resolved = quarry_grammar::check(query).map_err(EngineError::Query)?;
+    /// Parses, resolves and lowers `query`: the plan of its rows (an aggregate's input counted
+    /// on the way), what the answer is, and the plans of attached rows.
+    async fn plan(&self, query: &str) -> Result<Planned, Error> {
+        let resolved = quarry_grammar::check(query).map_err(Error::Query)?;
         let tables = Tables::load(&self.ctx).await?;
         let lowered = lower(&resolved, &tables, &self.clock)?;
-        Ok((resolved, lowered))
+        let (plan, counter) = if lowered.input.is_some() {
+            let counter = RowCounter::default();
+            (
+                count_aggregate_input(lowered.plan, &counter)?,
+                Some(counter),
+            )
+        } else {
+            (lowered.plan, None)
+        };
+        let meta = ResultMeta {
+            unit: resolved.unit_source.to_string(),
+            semantics: resolved.semantics,
+            exact: true,
+            source: Source::Sqlite,
+            generation: self.generation,
+            skipped_partitions: 0,
+            aggregate: counter.is_some(),
+        };
+        Ok(Planned {
+            plan,
+            counter,
+            meta,
+            attached: Attached {
+                ctx: self.ctx.clone(),
+                plans: lowered.attachments,
+            },
+        })
     }
 
-    /// Runs `query` and streams its rows (subject only to the caller's `caps`), for exports of
-    /// any size: nothing is collected. `format` names the destination in the error a `with`
-    /// projection gets.
-    pub async fn stream(
-        &self,
-        query: &str,
-        caps: Caps,
-        format: &'static str,
-    ) -> Result<(Resolved, SendableRecordBatchStream), EngineError> {
-        let (resolved, lowered) = self.plan(query).await?;
-        if !lowered.attachments.is_empty() {
-            return Err(EngineError::AttachmentsNotStreamable(format));
-        }
-        let plan = with_caps(lowered.plan, caps, 0)?;
+    /// Runs `query`, streaming its rows subject only to the caller's `caps`.
+    pub async fn query(&self, query: &str, caps: Caps) -> Result<QueryStream, Error> {
+        let planned = self.plan(query).await?;
+        // One row more than the cap tells whether the cap cut anything.
+        let plan = with_caps(planned.plan, caps)?;
         let stream = self
             .ctx
             .execute_logical_plan(plan)
             .await?
             .execute_stream()
             .await?;
-        Ok((resolved, stream))
-    }
-
-    /// Runs `query` and collects every row (subject only to the caller's `caps`).
-    pub async fn run(&self, query: &str, caps: Caps) -> Result<Answer, EngineError> {
-        let (resolved, lowered) = self.plan(query).await?;
-        // One row more than the cap tells whether the cap cut anything.
-        let plan = with_caps(lowered.plan, caps, 1)?;
-        let df = self.ctx.execute_logical_plan(plan).await?;
-        let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-        let mut batches = df.collect().await?;
-        let mut truncated = false;
-        if let Some(limit) = caps.limit {
-            let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
-            if total > limit {
-                truncated = true;
-                batches = keep_rows(batches, limit);
-            }
-        }
-        let input_rows = match lowered.input {
-            Some(input) => {
-                let counted = LogicalPlanBuilder::from(input)
-                    .aggregate(
-                        Vec::<datafusion::logical_expr::Expr>::new(),
-                        vec![
-                            datafusion::functions_aggregate::expr_fn::count(
-                                datafusion::logical_expr::lit(1i64),
-                            )
-                            .alias("n"),
-                        ],
-                    )?
-                    .build()?;
-                let batches = self
-                    .ctx
-                    .execute_logical_plan(counted)
-                    .await?
-                    .collect()
-                    .await?;
-                first_i64(&batches).map(|n| n as usize)
-            }
-            None => None,
-        };
-        let mut attachments = Vec::new();
-        for (unit, plan) in lowered.attachments {
-            let df = self.ctx.execute_logical_plan(plan).await?;
-            let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
-            attachments.push((
-                unit,
-                RowSet {
-                    schema,
-                    batches: df.collect().await?,
-                },
-            ));
-        }
-        Ok(Answer {
-            resolved,
-            rows: RowSet { schema, batches },
-            input_rows,
-            truncated,
-            attachments,
-        })
+        Ok(QueryStream::new(
+            planned.meta,
+            stream,
+            caps.limit,
+            planned.counter,
+            planned.attached,
+        ))
     }
 
     /// The logical and physical plans of `query`, as DataFusion prints them.
-    pub async fn explain(&self, query: &str) -> Result<String, EngineError> {
-        let (_, lowered) = self.plan(query).await?;
-        let df = self.ctx.execute_logical_plan(lowered.plan).await?;
+    pub async fn explain(&self, query: &str) -> Result<String, Error> {
+        let planned = self.plan(query).await?;
+        let df = self.ctx.execute_logical_plan(planned.plan).await?;
         let explained = df.explain(false, false)?.collect().await?;
         let text = datafusion::arrow::util::pretty::pretty_format_batches(&explained)
             .map_err(DataFusionError::from)?
@@ -273,39 +176,73 @@ impl Engine {
     }
 }
 
-/// `plan` under the caller's caps, fetching `extra` rows beyond the limit.
-fn with_caps(
-    plan: datafusion::logical_expr::LogicalPlan,
-    caps: Caps,
-    extra: usize,
-) -> Result<datafusion::logical_expr::LogicalPlan, DataFusionError> {
+/// A query ready to run.
+struct Planned {
+    plan: LogicalPlan,
+    counter: Option<RowCounter>,
+    meta: ResultMeta,
+    attached: Attached,
+}
+
+/// The plans of rows `with` projections attach, run when an answer is collected.
+pub struct Attached {
+    ctx: SessionContext,
+    plans: Vec<(&'static str, LogicalPlan)>,
+}
+
+impl Attached {
+    /// The attached units, in the query's order.
+    pub fn units(&self) -> Vec<&'static str> {
+        self.plans.iter().map(|(unit, _)| *unit).collect()
+    }
+
+    /// Runs every attached plan.
+    pub async fn collect(self) -> Result<Vec<Attachment>, Error> {
+        let mut out = Vec::with_capacity(self.plans.len());
+        for (unit, plan) in self.plans {
+            let df = self.ctx.execute_logical_plan(plan).await?;
+            let schema = Arc::new(df.schema().as_arrow().clone());
+            out.push(Attachment {
+                unit: unit.to_string(),
+                schema,
+                batches: df.collect().await?,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// `plan` with the aggregate of its main chain (the first one met walking down first inputs)
+/// reading its input through a [`CountRows`] node.
+fn count_aggregate_input(
+    plan: LogicalPlan,
+    counter: &RowCounter,
+) -> Result<LogicalPlan, DataFusionError> {
+    if let LogicalPlan::Aggregate(aggregate) = &plan {
+        let input = CountRows::plan(aggregate.input.as_ref().clone(), counter.clone());
+        return plan.with_new_exprs(plan.expressions(), vec![input]);
+    }
+    let inputs = plan.inputs();
+    if inputs.len() != 1 {
+        return Err(DataFusionError::Internal(format!(
+            "an aggregate query's plan has no aggregate on its main chain: {}",
+            plan.display()
+        )));
+    }
+    let input = count_aggregate_input(inputs[0].clone(), counter)?;
+    plan.with_new_exprs(plan.expressions(), vec![input])
+}
+
+/// `plan` under the caller's caps, fetching one row beyond the limit.
+fn with_caps(plan: LogicalPlan, caps: Caps) -> Result<LogicalPlan, DataFusionError> {
     let offset = caps.offset.unwrap_or(0);
     if caps.limit.is_none() && offset == 0 {
         return Ok(plan);
     }
     LogicalPlanBuilder::from(plan)
-        .limit(offset, caps.limit.map(|l| l.saturating_add(extra)))?
+        .limit(offset, caps.limit.map(|l| l.saturating_add(1)))?
         .build()
 }
 
-fn keep_rows(batches: Vec<RecordBatch>, mut remaining: usize) -> Vec<RecordBatch> {
-    let mut out = Vec::new();
-    for batch in batches {
-        if remaining == 0 {
-            break;
-        }
-        let take = remaining.min(batch.num_rows());
-        out.push(batch.slice(0, take));
-        remaining -= take;
-    }
-    out
-}
-
-fn first_i64(batches: &[RecordBatch]) -> Option<i64> {
-    let batch = batches.iter().find(|b| b.num_rows() > 0)?;
-    let array = batch
-        .column(0)
-        .as_any()
-        .downcast_ref::<datafusion::arrow::array::Int64Array>()?;
-    Some(array.value(0))
-}
+#[cfg(test)]
+mod tests;

@@ -68,8 +68,6 @@ pub struct Lowered {
     pub input: Option<LogicalPlan>,
     /// Attached rows per projection: (unit name, plan with a `session_id` column).
     pub attachments: Vec<(&'static str, LogicalPlan)>,
-    /// Offset and limit the query itself applies (they do not set `truncated`).
-    pub own_limit: Option<usize>,
 }
 
 /// Lowers `resolved` with the archive's `tables` and `clock`.
@@ -183,7 +181,6 @@ pub fn lower(resolved: &Resolved, tables: &Tables, clock: &Clock) -> Result<Lowe
             .collect();
         builder = builder.project(keep)?;
     }
-    let own_limit = limit;
     if offset > 0 || limit.is_some() {
         builder = builder.limit(offset, limit)?;
     }
@@ -191,7 +188,6 @@ pub fn lower(resolved: &Resolved, tables: &Tables, clock: &Clock) -> Result<Lowe
         plan: builder.build()?,
         input,
         attachments,
-        own_limit,
     })
 }
 

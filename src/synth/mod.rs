@@ -162,8 +162,9 @@ pub fn generate(out: &Path, size: Size, shape: Shape, seed: u64) -> std::io::Res
     Ok(w.report)
 }
 
-/// `quarry demo`: generate, ingest into a temporary archive, show what it holds.
-pub fn demo(json: bool) -> Result<(), String> {
+/// `quarry demo`: generate, ingest into a temporary archive, and return what it holds and the
+/// showcase's answers (as JSON when `json`).
+pub fn demo(json: bool) -> Result<String, String> {
     let dir = tempfile_dir().map_err(|e| format!("cannot create a temporary folder: {e}"))?;
     let corpus = dir.join("corpus");
     let report =
@@ -180,13 +181,13 @@ pub fn demo(json: bool) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     let tables = archive.tables().map_err(|e| e.to_string())?;
-    if json {
+    let text = if json {
         let value = serde_json::json!({
             "generated": report,
             "ingest": summary.to_json(),
             "tables": tables.iter().map(|t| serde_json::json!({"name": t.name, "rows": t.rows})).collect::<Vec<_>>(),
         });
-        crate::cli::emit(&format!("{value}\n"));
+        format!("{value}\n")
     } else {
         let mut out = format!(
             "quarry demo: generated {} synthetic sessions ({} files, {:.1} MB) in the real Claude Code and Codex formats\n\n",
@@ -210,10 +211,10 @@ pub fn demo(json: bool) -> Result<(), String> {
             "\n(archive at {}; removed on exit)\n",
             archive.path().display()
         ));
-        crate::cli::emit(&out);
-    }
+        out
+    };
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(())
+    Ok(text)
 }
 
 fn demo_facts(archive: &quarry_providers::Archive) -> rusqlite::Result<String> {

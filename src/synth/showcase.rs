@@ -4,9 +4,7 @@
 
 use std::path::Path;
 
-use crate::engine::{Caps, Engine, EngineOptions};
-use crate::format::Format;
-use crate::output::render;
+use crate::api::{Caps, Options, Quarry, block_on};
 
 /// The showcase, in the order it is shown.
 pub const QUERIES: &[&str] = &[
@@ -19,27 +17,19 @@ pub const QUERIES: &[&str] = &[
     "messages where role:user | group by time:week | count | limit 4",
 ];
 
-/// Runs every showcase query on the archive at `path` and renders the answers as tables.
+/// Runs every showcase query on the archive at `path` through the library API and renders the
+/// answers as tables.
 pub fn run(path: &Path) -> Result<String, String> {
-    let engine = Engine::open(
-        path,
-        &EngineOptions {
-            memory_limit: None,
-            tz: Some("UTC".into()),
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let mut options = Options::new(path);
+    options.tz = Some("UTC".into());
+    let quarry = Quarry::open(&options).map_err(|e| e.to_string())?;
     let mut out = String::from("\nsome questions, answered exactly over every row:\n");
     for query in QUERIES {
-        let answer = runtime
-            .block_on(engine.run(query, Caps::default()))
+        let answer = block_on(quarry.query_collect(query, Caps::default()))
+            .and_then(|answer| answer)
             .map_err(|e| format!("{query}: {e}"))?;
         out.push_str(&format!("\n$ quarry '{query}'\n"));
-        out.push_str(&render(&answer, Format::Table));
+        out.push_str(&crate::output::render_table(&answer).map_err(|e| e.to_string())?);
     }
     Ok(out)
 }

@@ -1,0 +1,47 @@
+//! Opens an archive and runs a query through quarry's public API, printing the rows as JSON and
+//! what the answer is. Any front end (a server, a notebook bridge) is built the same way.
+//!
+//! ```sh
+//! cargo run --example query -- ARCHIVE.db 'messages | group by role | agg count, p90:word_count'
+//! ```
+
+use std::process::ExitCode;
+
+use quarry::{Caps, Options, Quarry, block_on};
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let (Some(archive), Some(query)) = (args.next(), args.next()) else {
+        eprintln!("usage: query ARCHIVE QUERY");
+        return ExitCode::from(2);
+    };
+    match run(&archive, &query) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error [{}]: {e}", e.code());
+            ExitCode::from(if e.is_usage() { 2 } else { 1 })
+        }
+    }
+}
+
+fn run(archive: &str, query: &str) -> Result<(), quarry::Error> {
+    let quarry = Quarry::open(&Options::new(archive))?;
+    let answer = block_on(quarry.query_collect(query, Caps::default()))??;
+    let rows = quarry::output::rows_json(&answer.batches)?;
+    for row in rows.as_array().into_iter().flatten() {
+        println!("{row}");
+    }
+    println!(
+        "{} rows of {} ({:?}, exact: {}, source: {}, generation {}), input rows: {}",
+        answer.num_rows(),
+        answer.meta.unit,
+        answer.meta.semantics,
+        answer.meta.exact,
+        answer.meta.source.name(),
+        answer.meta.generation,
+        answer
+            .input_rows
+            .map_or_else(|| "-".to_string(), |n| n.to_string()),
+    );
+    Ok(())
+}

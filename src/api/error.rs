@@ -1,0 +1,98 @@
+//! The one error type of the library: every way opening an archive, running a query or writing
+//! its answer can fail, each with a stable code (for JSON envelopes and, later, HTTP bodies) and
+//! a class a front end maps to an exit code or a status.
+
+use std::path::PathBuf;
+
+/// Why a library call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The query does not parse or resolve: diagnostics with spans and corrections.
+    #[error("invalid query")]
+    Query(quarry_grammar::Diagnostics),
+    /// A `near:` / `semantic:` leaf: the archive has no vector index.
+    #[error(
+        "embeddings unavailable: semantic and near: leaves need a vector index, which this archive does not have; use a text leaf (~\"...\") instead"
+    )]
+    EmbeddingsUnavailable,
+    /// A retrieval lane the archive does not have.
+    #[error("lane unavailable: `{0}` names a retrieval lane this archive does not have")]
+    LaneUnavailable(String),
+    /// A query the engine cannot plan.
+    #[error("cannot plan the query: {0}")]
+    Unplannable(String),
+    /// A setting is wrong (a zone, a size, a flag's value).
+    #[error("{0}")]
+    Setting(String),
+    /// There is no archive where one was expected.
+    #[error("no archive at {}: run `quarry ingest` first", .0.display())]
+    MissingArchive(PathBuf),
+    /// The query needs more memory than the limit allows, even spilling to disk.
+    #[error(
+        "the query needs more memory than --memory-limit allows, even spilling to disk: {0}; raise --memory-limit, or narrow the query (a where, fewer groups or columns)"
+    )]
+    MemoryLimit(String),
+    /// `with` projections attach rows of other units, which a streamed format cannot hold.
+    #[error(
+        "a query with `with` projections returns rows of several units, which {0} cannot hold; export each unit with its own query, or use --format json"
+    )]
+    NotStreamable(&'static str),
+    /// The result could not be written.
+    #[error("cannot write {path}: {message}")]
+    Write {
+        /// The file (or `standard output`).
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// This build has no query engine (cargo feature `engine`).
+    #[error(
+        "this quarry was built without the query engine (cargo feature `engine`); `quarry explain QUERY` shows how a query parses"
+    )]
+    EngineUnavailable,
+    /// Running the query failed (the archive could not be read, ...).
+    #[error("{0}")]
+    Execution(String),
+}
+
+impl Error {
+    /// A stable, machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Query(_) => "invalid_query",
+            Error::EmbeddingsUnavailable => "embeddings_unavailable",
+            Error::LaneUnavailable(_) => "lane_unavailable",
+            Error::Unplannable(_) => "unplannable",
+            Error::Setting(_) => "invalid_setting",
+            Error::MissingArchive(_) => "missing_archive",
+            Error::MemoryLimit(_) => "memory_limit",
+            Error::NotStreamable(_) => "not_streamable",
+            Error::Write { .. } => "write_failed",
+            Error::EngineUnavailable => "engine_unavailable",
+            Error::Execution(_) => "execution_failed",
+        }
+    }
+
+    /// Whether the caller asked for something wrong (a query, a setting, a format): exit code
+    /// 2 on the command line, a 4xx status over HTTP. Anything else failed while running.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Error::Query(_)
+                | Error::EmbeddingsUnavailable
+                | Error::LaneUnavailable(_)
+                | Error::Unplannable(_)
+                | Error::Setting(_)
+                | Error::NotStreamable(_)
+                | Error::EngineUnavailable
+        )
+    }
+
+    /// Whether the error is a planning refusal of a valid query (reported as a diagnostic).
+    pub fn is_plan_refusal(&self) -> bool {
+        matches!(
+            self,
+            Error::EmbeddingsUnavailable | Error::LaneUnavailable(_) | Error::Unplannable(_)
+        )
+    }
+}

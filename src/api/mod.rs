@@ -1,0 +1,236 @@
+//! The library API: the one thing every front end (the command line, and next the HTTP and MCP
+//! servers) calls. Open a [`Quarry`] over an archive with typed [`Options`], run a query of the
+//! language, get a [`QueryStream`] of Arrow record batches with typed metadata ([`ResultMeta`]
+//! up front, [`Completion`] when the stream has ended), or collect it into a [`QueryResult`].
+//! Every failure is one [`Error`].
+//!
+//! No type of clap, tokio or DataFusion appears here, except Arrow's ([`crate::arrow`]).
+//!
+//! ```no_run
+//! # #[cfg(feature = "engine")]
+//! # fn main() -> Result<(), quarry::Error> {
+//! use quarry::{Caps, Options, Quarry};
+//!
+//! let quarry = Quarry::open(&Options::new("archive.db"))?;
+//! let answer = quarry::block_on(
+//!     quarry.query_collect("messages | group by role | agg count, p90:word_count", Caps::default()),
+//! )??;
+//! println!("{} groups over {:?} messages", answer.num_rows(), answer.input_rows);
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "engine"))]
+//! # fn main() {}
+//! ```
+
+mod error;
+#[cfg(feature = "engine")]
+mod stream;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use self::error::Error;
+#[cfg(feature = "engine")]
+pub use self::stream::{Attachment, QueryResult, QueryStream};
+pub use quarry_grammar::resolve::Semantics;
+
+/// How a [`Quarry`] is opened.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The archive file.
+    pub archive: PathBuf,
+    /// Memory for a query's sorts and aggregates, in bytes; beyond it they spill to disk.
+    pub memory_limit: Option<usize>,
+    /// Zone of day boundaries and time buckets: `UTC`, `local` (the default), an offset like
+    /// `+02:00` or an IANA name like `Europe/Warsaw`.
+    pub tz: Option<String>,
+    /// Which storage answers queries.
+    pub source: SourceChoice,
+}
+
+impl Options {
+    /// Options for the archive at `archive`, everything else at its default.
+    pub fn new(archive: impl Into<PathBuf>) -> Self {
+        Options {
+            archive: archive.into(),
+            memory_limit: None,
+            tz: None,
+            source: SourceChoice::default(),
+        }
+    }
+}
+
+/// Which storage a session reads. Only the SQLite archive exists today; columnar snapshots add
+/// `Snapshot` and `Auto`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SourceChoice {
+    /// The SQLite archive.
+    #[default]
+    Sqlite,
+}
+
+/// The storage an answer was read from (the envelope's `source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// The SQLite archive.
+    Sqlite,
+}
+
+impl Source {
+    /// The name the envelope shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// Caps the caller puts on a result, not part of the query: when one cuts rows the result is
+/// `truncated` (a query's own `| limit` never sets it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Caps {
+    /// At most this many rows.
+    pub limit: Option<usize>,
+    /// Skip this many rows first.
+    pub offset: Option<usize>,
+}
+
+/// What is known of an answer before its first row.
+#[derive(Debug, Clone, Serialize)]
+pub struct ResultMeta {
+    /// The unit the rows come from (`messages`, `observed-events`, ...).
+    pub unit: String,
+    /// What kind of answer it is (exhaustive rows, top-k, aggregate, ...).
+    pub semantics: Semantics,
+    /// Whether the answer is exact: always, since quarry never samples.
+    pub exact: bool,
+    /// The storage the rows are read from.
+    pub source: Source,
+    /// The archive's generation when the query was planned.
+    pub generation: i64,
+    /// Partitions skipped because they could not be read (none: a failure fails the query).
+    pub skipped_partitions: u64,
+    /// Whether the rows are groups of an aggregate (so `input_rows` will be known at the end).
+    pub aggregate: bool,
+}
+
+/// What is known of an answer once its stream has ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Completion {
+    /// Rows the stream produced.
+    pub rows: usize,
+    /// Rows the aggregate reduced (aggregate queries).
+    pub input_rows: Option<u64>,
+    /// Whether a cap the caller set cut the rows.
+    pub truncated: bool,
+}
+
+/// A session over one archive: the query engine with the archive's tables, the language's
+/// functions and a memory pool that spills.
+pub struct Quarry {
+    #[cfg(feature = "engine")]
+    engine: crate::engine::Engine,
+    #[cfg(not(feature = "engine"))]
+    never: std::convert::Infallible,
+}
+
+impl Quarry {
+    /// Opens the archive of `options` (it must exist; [`Error::MissingArchive`] otherwise).
+    pub fn open(options: &Options) -> Result<Quarry, Error> {
+        #[cfg(feature = "engine")]
+        {
+            Ok(Quarry {
+                engine: crate::engine::Engine::open(options)?,
+            })
+        }
+        #[cfg(not(feature = "engine"))]
+        {
+            let _ = options;
+            Err(Error::EngineUnavailable)
+        }
+    }
+
+    /// The archive file.
+    pub fn archive(&self) -> &Path {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.path()
+        }
+        #[cfg(not(feature = "engine"))]
+        match self.never {}
+    }
+
+    /// Runs a query of the language; its rows stream as they are computed, subject only to the
+    /// caller's `caps`.
+    pub async fn query(&self, query: &str, caps: Caps) -> Result<QueryStream, Error> {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.query(query, caps).await
+        }
+        #[cfg(not(feature = "engine"))]
+        {
+            let _ = (query, caps);
+            match self.never {}
+        }
+    }
+
+    /// Runs a query and collects every row (and any attached rows of `with` projections).
+    #[cfg(feature = "engine")]
+    pub async fn query_collect(&self, query: &str, caps: Caps) -> Result<QueryResult, Error> {
+        self.query(query, caps).await?.collect().await
+    }
+
+    /// The query's logical and physical plans, as DataFusion prints them (pushdown is visible
+    /// there).
+    pub async fn explain_plan(&self, query: &str) -> Result<String, Error> {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.explain(query).await
+        }
+        #[cfg(not(feature = "engine"))]
+        {
+            let _ = query;
+            match self.never {}
+        }
+    }
+}
+
+/// A query's answer as it streams (this build has no engine, so there is never one).
+#[cfg(not(feature = "engine"))]
+pub struct QueryStream {
+    never: std::convert::Infallible,
+}
+
+#[cfg(not(feature = "engine"))]
+impl QueryStream {
+    /// What is known of the answer before its first row.
+    pub fn meta(&self) -> &ResultMeta {
+        match self.never {}
+    }
+
+    /// Never returns: there is no stream in a build without the engine.
+    pub(crate) fn unreachable(&self) -> ! {
+        match self.never {}
+    }
+}
+
+/// Runs `future` to completion on a multi-threaded runtime made for it: the way a synchronous
+/// caller (the command line, a test) drives the async API.
+pub fn block_on<F: Future>(future: F) -> Result<F::Output, Error> {
+    #[cfg(feature = "engine")]
+    {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Execution(format!("cannot start the query runtime: {e}")))?;
+        Ok(runtime.block_on(future))
+    }
+    #[cfg(not(feature = "engine"))]
+    {
+        drop(future);
+        Err(Error::EngineUnavailable)
+    }
+}

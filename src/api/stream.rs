@@ -1,0 +1,203 @@
+//! An answer as a stream of record batches, and the collected form for small answers.
+//!
+//! The stream applies the caller's row cap itself (the plan fetches one row more, so the cap
+//! knows when it cut something), counts what it passes on, and reads the aggregate's input
+//! counter when the plan has finished: [`QueryStream::completion`] is known exactly when the
+//! stream has ended.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::execution::SendableRecordBatchStream;
+use futures::{Stream, StreamExt};
+
+use super::{Completion, Error, ResultMeta};
+use crate::engine::{Attached, RowCounter};
+
+/// A query's answer as it streams: [`ResultMeta`] up front, record batches, then a
+/// [`Completion`]. Implements [`futures::Stream`].
+pub struct QueryStream {
+    meta: ResultMeta,
+    schema: SchemaRef,
+    inner: Option<SendableRecordBatchStream>,
+    limit: Option<usize>,
+    rows: usize,
+    truncated: bool,
+    /// The cap was reached but the aggregate's input is still being counted.
+    draining: bool,
+    counter: Option<RowCounter>,
+    attached: Attached,
+    ended: bool,
+}
+
+/// Rows of another unit attached by a `with` projection.
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    /// The unit (`messages`, `actions`, ...).
+    pub unit: String,
+    /// Column names and types.
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+}
+
+/// A whole answer in memory.
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    /// What the answer is.
+    pub meta: ResultMeta,
+    /// Column names and types.
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+    /// Rows the aggregate reduced (aggregate queries).
+    pub input_rows: Option<u64>,
+    /// Whether a cap the caller set cut the rows.
+    pub truncated: bool,
+    /// Attached rows of `with` projections, in the order the query names them.
+    pub attachments: Vec<Attachment>,
+}
+
+impl QueryResult {
+    /// Number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// What the stream would have reported at its end.
+    pub fn completion(&self) -> Completion {
+        Completion {
+            rows: self.num_rows(),
+            input_rows: self.input_rows,
+            truncated: self.truncated,
+        }
+    }
+}
+
+impl QueryStream {
+    pub(crate) fn new(
+        meta: ResultMeta,
+        inner: SendableRecordBatchStream,
+        limit: Option<usize>,
+        counter: Option<RowCounter>,
+        attached: Attached,
+    ) -> Self {
+        QueryStream {
+            meta,
+            schema: inner.schema(),
+            inner: Some(inner),
+            limit,
+            rows: 0,
+            truncated: false,
+            draining: false,
+            counter,
+            attached,
+            ended: false,
+        }
+    }
+
+    /// What is known of the answer before its first row.
+    pub fn meta(&self) -> &ResultMeta {
+        &self.meta
+    }
+
+    /// Column names and types of the rows.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Units whose rows `with` projections attach; a stream of one table cannot carry them, so
+    /// a streamed format refuses such an answer ([`QueryStream::collect`] includes them).
+    pub fn attached_units(&self) -> Vec<&'static str> {
+        self.attached.units()
+    }
+
+    /// Rows produced, `input_rows` and `truncated`: known once the stream has ended (`None`
+    /// before).
+    pub fn completion(&self) -> Option<Completion> {
+        self.ended.then(|| Completion {
+            rows: self.rows,
+            input_rows: self.counter.as_ref().map(RowCounter::get),
+            truncated: self.truncated,
+        })
+    }
+
+    /// The next batch, `None` at the end.
+    pub async fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
+        self.next().await
+    }
+
+    /// Every row, then the attached rows of `with` projections.
+    pub async fn collect(mut self) -> Result<QueryResult, Error> {
+        let mut batches = Vec::new();
+        while let Some(batch) = self.next().await {
+            batches.push(batch?);
+        }
+        let attachments = self.attached.collect().await?;
+        Ok(QueryResult {
+            meta: self.meta,
+            schema: self.schema,
+            batches,
+            input_rows: self.counter.as_ref().map(RowCounter::get),
+            truncated: self.truncated,
+            attachments,
+        })
+    }
+
+    fn end(&mut self) {
+        self.inner = None;
+        self.ended = true;
+    }
+}
+
+impl Stream for QueryStream {
+    type Item = Result<RecordBatch, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            let Some(inner) = this.inner.as_mut() else {
+                return Poll::Ready(None);
+            };
+            let batch = match inner.poll_next_unpin(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => {
+                    this.end();
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    this.end();
+                    return Poll::Ready(Some(Err(e.into())));
+                }
+                Poll::Ready(Some(Ok(batch))) => batch,
+            };
+            if this.draining || batch.num_rows() == 0 {
+                continue;
+            }
+            let room = this
+                .limit
+                .map_or(usize::MAX, |l| l.saturating_sub(this.rows));
+            if batch.num_rows() <= room {
+                this.rows += batch.num_rows();
+                return Poll::Ready(Some(Ok(batch)));
+            }
+            // The cap cuts this batch. An aggregate's input count is final only once its plan
+            // has run to the end, so keep pulling (and dropping) what remains.
+            this.truncated = true;
+            if this.counter.is_some() {
+                this.draining = true;
+            } else {
+                this.end();
+            }
+            if room > 0 {
+                this.rows += room;
+                return Poll::Ready(Some(Ok(batch.slice(0, room))));
+            }
+            if !this.draining {
+                return Poll::Ready(None);
+            }
+        }
+    }
+}

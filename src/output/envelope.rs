@@ -1,0 +1,191 @@
+//! The envelope every surface returns (`--format json`, and next HTTP and MCP): a typed serde
+//! struct whose rows are encoded straight from the record batches by arrow's JSON encoders.
+
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::error::ArrowError;
+use datafusion::arrow::json::writer::{EncoderOptions, make_encoder};
+use datafusion::arrow::record_batch::RecordBatch;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::api::{Error, QueryResult, Semantics, Source};
+
+/// One answer as the JSON envelope: `{unit, semantics, exact, source, generation, columns,
+/// rows, total, input_rows?, truncated, skipped_partitions, attachments?}`.
+#[derive(Debug, Serialize)]
+pub struct Envelope<'a> {
+    /// The unit the rows come from.
+    pub unit: &'a str,
+    /// What kind of answer it is.
+    pub semantics: Semantics,
+    /// Always true: quarry never samples.
+    pub exact: bool,
+    /// The storage the rows were read from.
+    pub source: Source,
+    /// The archive's generation the answer reflects.
+    pub generation: i64,
+    /// Column names and types.
+    pub columns: Vec<Column<'a>>,
+    /// The rows, each an array in column order.
+    pub rows: Box<RawValue>,
+    /// How many rows.
+    pub total: usize,
+    /// Rows the aggregate reduced (aggregate queries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_rows: Option<u64>,
+    /// Whether a cap the caller set (not the query's own `limit`) cut the rows.
+    pub truncated: bool,
+    /// Partitions that could not be read (always 0: a failure fails the query).
+    pub skipped_partitions: u64,
+    /// Rows of other units attached by `with` projections.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachedRows<'a>>,
+}
+
+/// A column of the envelope.
+#[derive(Debug, Serialize)]
+pub struct Column<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// Its type: integer, number, boolean, string, timestamp (or Arrow's name of another type).
+    #[serde(rename = "type")]
+    pub ty: String,
+}
+
+/// Attached rows of one unit.
+#[derive(Debug, Serialize)]
+pub struct AttachedRows<'a> {
+    /// The unit.
+    pub unit: &'a str,
+    /// Column names and types.
+    pub columns: Vec<Column<'a>>,
+    /// The rows, each an array in column order.
+    pub rows: Box<RawValue>,
+    /// How many rows.
+    pub total: usize,
+}
+
+impl<'a> Envelope<'a> {
+    /// The envelope of a collected answer.
+    pub fn new(answer: &'a QueryResult) -> Result<Self, Error> {
+        let attachments = answer
+            .attachments
+            .iter()
+            .map(|a| {
+                Ok(AttachedRows {
+                    unit: &a.unit,
+                    columns: columns(&a.schema),
+                    rows: raw_rows(&a.batches)?,
+                    total: a.batches.iter().map(RecordBatch::num_rows).sum(),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Envelope {
+            unit: &answer.meta.unit,
+            semantics: answer.meta.semantics,
+            exact: answer.meta.exact,
+            source: answer.meta.source,
+            generation: answer.meta.generation,
+            columns: columns(&answer.schema),
+            rows: raw_rows(&answer.batches)?,
+            total: answer.num_rows(),
+            input_rows: answer.input_rows,
+            truncated: answer.truncated,
+            skipped_partitions: answer.meta.skipped_partitions,
+            attachments,
+        })
+    }
+}
+
+/// The answer as one JSON document (no trailing newline).
+pub fn json(answer: &QueryResult) -> Result<String, Error> {
+    let envelope = Envelope::new(answer)?;
+    serde_json::to_string(&envelope).map_err(|e| Error::Execution(e.to_string()))
+}
+
+/// The answer's envelope as YAML.
+pub fn yaml(answer: &QueryResult) -> Result<String, Error> {
+    let envelope = Envelope::new(answer)?;
+    // Through a JSON value: the raw rows become YAML sequences like every other field.
+    let value = serde_json::to_value(&envelope).map_err(|e| Error::Execution(e.to_string()))?;
+    serde_yaml_ng::to_string(&value).map_err(|e| Error::Execution(e.to_string()))
+}
+
+/// Rows of `batches` as a JSON array of arrays, in column order, encoded by arrow's JSON
+/// encoders (nulls as `null`, times as RFC 3339, non-finite floats as `null`).
+pub fn rows_json(batches: &[RecordBatch]) -> Result<serde_json::Value, Error> {
+    let raw = raw_rows(batches)?;
+    serde_json::from_str(raw.get()).map_err(|e| Error::Execution(e.to_string()))
+}
+
+fn raw_rows(batches: &[RecordBatch]) -> Result<Box<RawValue>, Error> {
+    let mut out = Vec::new();
+    encode_rows(batches, &mut out).map_err(|e| Error::Execution(e.to_string()))?;
+    let text = String::from_utf8(out).map_err(|e| Error::Execution(e.to_string()))?;
+    RawValue::from_string(text).map_err(|e| Error::Execution(e.to_string()))
+}
+
+fn encode_rows(batches: &[RecordBatch], out: &mut Vec<u8>) -> Result<(), ArrowError> {
+    let options = EncoderOptions::default().with_explicit_nulls(true);
+    out.push(b'[');
+    let mut first_row = true;
+    for batch in batches {
+        let schema = batch.schema();
+        let mut encoders = schema
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(field, array)| make_encoder(field, array.as_ref(), &options))
+            .collect::<Result<Vec<_>, _>>()?;
+        for row in 0..batch.num_rows() {
+            if !first_row {
+                out.push(b',');
+            }
+            first_row = false;
+            out.push(b'[');
+            for (i, encoder) in encoders.iter_mut().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if encoder.is_null(row) {
+                    out.extend_from_slice(b"null");
+                } else {
+                    encoder.encode(row, out);
+                }
+            }
+            out.push(b']');
+        }
+    }
+    out.push(b']');
+    Ok(())
+}
+
+fn columns(schema: &SchemaRef) -> Vec<Column<'_>> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| Column {
+            name: f.name(),
+            ty: type_name(f.data_type()),
+        })
+        .collect()
+}
+
+/// The envelope's name of an Arrow type.
+pub fn type_name(t: &DataType) -> String {
+    match t {
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64 => "integer".into(),
+        DataType::Float32 | DataType::Float64 | DataType::Decimal128(..) => "number".into(),
+        DataType::Boolean => "boolean".into(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "string".into(),
+        DataType::Timestamp(..) | DataType::Date32 | DataType::Date64 => "timestamp".into(),
+        other => other.to_string(),
+    }
+}
