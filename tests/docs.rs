@@ -1,6 +1,18 @@
-//! The table reference (`docs/tables.md`) covers every table and column of the schema.
+//! The table reference (`docs/tables.md`) covers every table and column of the schema, and its
+//! column tables are the ones the declaration of the tables generates.
 
 use std::path::Path;
+
+/// Each `<!-- generated: table NAME -->` section equals `quarry_schema::markdown_columns`, and
+/// every declared table has one. `QUARRY_BLESS=1` rewrites the sections instead of failing.
+#[test]
+fn tables_doc_sections_are_generated_from_the_declaration() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tables.md");
+    let bless = std::env::var("QUARRY_BLESS").is_ok_and(|v| v == "1");
+    if let Err(diff) = quarry_schema::check_markdown_file(&path, bless) {
+        panic!("{diff}");
+    }
+}
 
 #[test]
 fn tables_doc_names_every_table_and_column() {

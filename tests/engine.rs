@@ -126,12 +126,29 @@ fn read_batches(path: &Path) -> Vec<datafusion::arrow::record_batch::RecordBatch
     }
 }
 
+/// The rows of an exported file as JSON, times as epoch milliseconds (as SQLite stores them):
+/// the files carry Arrow timestamps.
 fn file_rows(path: &Path) -> Vec<Vec<serde_json::Value>> {
-    let batches = read_batches(path);
-    let Some(first) = batches.first() else {
-        return Vec::new();
+    use datafusion::arrow::compute::cast;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    let as_millis = |batch: RecordBatch| {
+        let (fields, columns): (Vec<Field>, Vec<_>) = batch
+            .schema()
+            .fields()
+            .iter()
+            .zip(batch.columns())
+            .map(|(f, c)| match c.data_type() {
+                DataType::Timestamp(..) => (
+                    f.as_ref().clone().with_data_type(DataType::Int64),
+                    cast(c, &DataType::Int64).unwrap(),
+                ),
+                _ => (f.as_ref().clone(), c.clone()),
+            })
+            .unzip();
+        RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), columns).unwrap()
     };
-    let _ = first;
+    let batches: Vec<RecordBatch> = read_batches(path).into_iter().map(as_millis).collect();
     crate::differential::json_rows(&batches)
 }
 

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bad_input;
+mod catalog;
 #[cfg(feature = "engine")]
 mod differential;
 mod docs;

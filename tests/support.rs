@@ -75,7 +75,7 @@ pub fn scalar(conn: &rusqlite::Connection, sql: &str, params: impl rusqlite::Par
 
 /// Row counts of every archive table.
 pub fn table_counts(conn: &rusqlite::Connection) -> Vec<(String, i64)> {
-    quarry_providers::TABLES
+    quarry_schema::CATALOG
         .iter()
         .map(|t| {
             (

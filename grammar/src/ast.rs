@@ -5,8 +5,6 @@
 
 use serde::Serialize;
 
-use crate::lexer::CmpOp;
-
 /// A byte range `start..end` in the query text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 pub struct Span {
@@ -357,4 +355,41 @@ pub enum BracketClause {
         /// Where it is.
         span: Span,
     },
+}
+
+/// Comparison operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum CmpOp {
+    /// `=`
+    #[serde(rename = "=")]
+    Eq,
+    /// `!=`
+    #[serde(rename = "!=")]
+    Ne,
+    /// `<`
+    #[serde(rename = "<")]
+    Lt,
+    /// `<=`
+    #[serde(rename = "<=")]
+    Le,
+    /// `>`
+    #[serde(rename = ">")]
+    Gt,
+    /// `>=`
+    #[serde(rename = ">=")]
+    Ge,
+}
+
+impl CmpOp {
+    /// The operator as written.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "!=",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
 }

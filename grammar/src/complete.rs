@@ -102,7 +102,7 @@ pub fn examples() -> Vec<Example> {
 
 fn unit_examples(u: &'static registry::Unit) -> Vec<Example> {
     let mut out = Vec::new();
-    let clause = crate::parser::example_clause(u.name);
+    let clause = crate::suggest::example_clause(u.name);
     let push = |out: &mut Vec<Example>, form: &'static str, query: String| {
         out.push(Example {
             unit: u.name,

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::ast::Query;
 use crate::diagnostic::Diagnostics;
-use crate::resolve::{
+use crate::ir::{
     AggFunction, ColumnRef, DateLit, FieldScope, GroupKey, Literal, PipelineStage, Pred, QueryForm,
     Resolved, SemanticProbe, Semantics, SortKey, Test,
 };
@@ -152,8 +152,11 @@ pub fn stage_text(s: &PipelineStage) -> String {
                 } else {
                     format!("({})", p.columns.join(","))
                 };
-                let mut br: Vec<String> =
-                    p.filters.iter().map(|(f, v)| format!("{f}:{v}")).collect();
+                let mut br: Vec<String> = p
+                    .filters
+                    .iter()
+                    .map(|f| format!("{}:{}", f.field, f.text))
+                    .collect();
                 if let Some(w) = p.window {
                     br.push(format!("{}:{}", if w.last { "last" } else { "first" }, w.n));
                 }
@@ -209,14 +212,17 @@ pub fn pred_text(p: &Pred) -> String {
                 Test::Match { values } if values.len() == 1 => {
                     format!(
                         "{name}:{}",
-                        values.first().map(|v| quote(v)).unwrap_or_default()
+                        values
+                            .first()
+                            .map(|v| quote(&v.to_string()))
+                            .unwrap_or_default()
                     )
                 }
                 Test::Match { values } => format!(
                     "{name}:({})",
                     values
                         .iter()
-                        .map(|v| quote(v))
+                        .map(|v| quote(&v.to_string()))
                         .collect::<Vec<_>>()
                         .join("|")
                 ),

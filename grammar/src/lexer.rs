@@ -42,42 +42,7 @@ pub enum TokenKind {
     Eof,
 }
 
-/// Comparison operators.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum CmpOp {
-    /// `=`
-    #[serde(rename = "=")]
-    Eq,
-    /// `!=`
-    #[serde(rename = "!=")]
-    Ne,
-    /// `<`
-    #[serde(rename = "<")]
-    Lt,
-    /// `<=`
-    #[serde(rename = "<=")]
-    Le,
-    /// `>`
-    #[serde(rename = ">")]
-    Gt,
-    /// `>=`
-    #[serde(rename = ">=")]
-    Ge,
-}
-
-impl CmpOp {
-    /// The operator as written.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "=",
-            CmpOp::Ne => "!=",
-            CmpOp::Lt => "<",
-            CmpOp::Le => "<=",
-            CmpOp::Gt => ">",
-            CmpOp::Ge => ">=",
-        }
-    }
-}
+pub use crate::ast::CmpOp;
 
 /// One token with its byte span.
 #[derive(Debug, Clone, PartialEq, Eq)]

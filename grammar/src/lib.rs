@@ -24,12 +24,16 @@
 
 pub mod ast;
 pub mod complete;
+pub mod dates;
 pub mod diagnostic;
+pub mod docs;
 pub mod explain;
+pub mod ir;
 pub mod lexer;
 pub mod parser;
 pub mod registry;
 pub mod resolve;
+pub mod suggest;
 
 pub use ast::{Query, Span};
 pub use diagnostic::{Diagnostic, DiagnosticCode, Diagnostics, render};

@@ -2,7 +2,7 @@
 //! they drift. Regenerate with `QUARRY_BLESS_DOCS=1 cargo test -p quarry-grammar docs`.
 
 const BEGIN: &str =
-    "<!-- BEGIN GENERATED FIELD TABLE (quarry_grammar::registry::render_field_table) -->";
+    "<!-- BEGIN GENERATED FIELD TABLE (quarry_grammar::docs::render_field_table) -->";
 const END: &str = "<!-- END GENERATED FIELD TABLE -->";
 
 #[test]
@@ -12,7 +12,7 @@ fn language_doc_field_table_matches_registry() {
     let start = doc.find(BEGIN).expect("begin marker") + BEGIN.len();
     let end = doc.find(END).expect("end marker");
     let committed = doc[start..end].trim();
-    let generated = quarry_grammar::registry::render_field_table();
+    let generated = quarry_grammar::docs::render_field_table();
     if committed != generated.trim() {
         if std::env::var("QUARRY_BLESS_DOCS").is_ok() {
             let fixed = format!("{}\n\n{}\n{}", &doc[..start], generated.trim(), &doc[end..]);

@@ -6,6 +6,7 @@ mod common;
 mod conformance;
 mod corrections;
 mod docs;
+mod ir;
 mod registry;
 mod robustness;
 mod snapshots;

@@ -194,3 +194,62 @@ fn every_unit_takes_the_full_pipeline() {
         assert!(check(&q).is_ok(), "{q}: {:?}", check(&q).err());
     }
 }
+
+/// The registry's columns are the declaration's (`quarry_schema`): every field's column, `via`
+/// column and `any of` columns exist in the declared table of their unit, dates read time
+/// columns, bracket fields read own columns, and every `has:` value has its evidence.
+#[test]
+fn registry_columns_exist_in_the_declared_tables() {
+    use quarry_grammar::registry::Evidence;
+    use quarry_schema::{ColumnType, table};
+    let declared = |unit: quarry_grammar::registry::UnitId, column: &str| {
+        let name = unit_def(unit).table;
+        table(name)
+            .unwrap_or_else(|| panic!("{name} is not declared"))
+            .column(column)
+            .map(|c| c.ty)
+    };
+    for u in UNITS {
+        let t = table(u.table).unwrap_or_else(|| panic!("{} is not declared", u.table));
+        assert_eq!(u.time_column, t.time_column, "{}", u.name);
+        for f in u.fields {
+            let columns: Vec<(quarry_grammar::registry::UnitId, &str)> = match f.source {
+                Source::Column { column } => vec![(u.id, column)],
+                Source::Via { unit, column } => vec![(unit, column)],
+                Source::AnyOf { columns } => columns.iter().map(|c| (u.id, *c)).collect(),
+                Source::Derived { evidence, .. } => {
+                    let names: Vec<&str> = evidence.iter().map(|e| e.name()).collect();
+                    assert_eq!(names, f.values, "{}.{}: evidence per value", u.name, f.name);
+                    evidence
+                        .iter()
+                        .map(|e| match e {
+                            Evidence::Counter { column, .. } => (u.id, *column),
+                            Evidence::Row { unit, column, .. } => (*unit, *column),
+                        })
+                        .collect()
+                }
+                Source::Lane => vec![],
+            };
+            for (unit, column) in columns {
+                let ty = declared(unit, column);
+                assert!(
+                    ty.is_some(),
+                    "{}.{} → {column}: not declared",
+                    u.name,
+                    f.name
+                );
+                if f.kind == FieldKind::Date {
+                    assert_eq!(ty, Some(ColumnType::Time), "{}.{}", u.name, f.name);
+                }
+            }
+        }
+        for b in u.bracket_fields {
+            let column = u.field(b).and_then(|f| f.source.column());
+            assert!(
+                column.is_some_and(|c| t.column(c).is_some()),
+                "{}: bracket field {b} reads no declared column",
+                u.name
+            );
+        }
+    }
+}

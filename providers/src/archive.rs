@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use crate::schema::{MIGRATIONS, SCHEMA_VERSION, TABLES};
+use crate::schema::{MIGRATIONS, SCHEMA_VERSION};
 
 /// What can go wrong opening or reading an archive.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +60,8 @@ pub struct TableInfo {
     pub rows: i64,
     /// Column names and declared SQLite types, in order.
     pub columns: Vec<(String, String)>,
+    /// The table's declaration (column types, docs, keys, visibility).
+    pub table: &'static quarry_schema::Table,
 }
 
 impl Archive {
@@ -155,28 +157,28 @@ impl Archive {
         read_generation(&self.conn)
     }
 
-    /// Every table of the catalog with its exact row count and columns.
+    /// Every table of the catalog (`quarry_schema::CATALOG`) with its exact row count and its
+    /// declared columns.
     pub fn tables(&self) -> Result<Vec<TableInfo>, ArchiveError> {
-        TABLES
+        quarry_schema::CATALOG
             .iter()
-            .map(|def| {
+            .map(|table| {
                 let rows: i64 = self.conn.query_row(
-                    &format!("SELECT COUNT(*) FROM {}", def.name),
+                    &format!("SELECT COUNT(*) FROM {}", table.name),
                     [],
                     |r| r.get(0),
                 )?;
-                let mut stmt = self.conn.prepare(&format!(
-                    "SELECT name, type FROM pragma_table_info('{}')",
-                    def.name
-                ))?;
-                let columns = stmt
-                    .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
-                    .collect::<Result<Vec<_>, _>>()?;
+                let columns = table
+                    .columns
+                    .iter()
+                    .map(|c| (c.name.to_string(), c.ty.sql_type().to_string()))
+                    .collect();
                 Ok(TableInfo {
-                    name: def.name,
-                    doc: def.doc,
+                    name: table.name,
+                    doc: table.doc,
                     rows,
                     columns,
+                    table,
                 })
             })
             .collect()
@@ -214,7 +216,7 @@ mod tests {
         let archive = Archive::open(&dir.path().join("a/b/archive.db")).unwrap();
         assert_eq!(archive.generation().unwrap(), 0);
         let tables = archive.tables().unwrap();
-        assert_eq!(tables.len(), TABLES.len());
+        assert_eq!(tables.len(), quarry_schema::CATALOG.len());
         assert!(tables.iter().all(|t| t.rows == 0 && !t.columns.is_empty()));
         let mode: String = archive
             .conn()

@@ -1,6 +1,7 @@
 //! quarry's archive: the SQLite schema with its migrations, and the catalog of tables.
 //!
-//! This crate owns storage: the DDL of every archive table, opening an archive file (WAL,
+//! This crate owns storage: the DDL of every archive table (whose declaration, `quarry_schema`,
+//! gives the Arrow schemas and the ingest's statements), opening an archive file (WAL,
 //! migrations, the `generation` counter) and describing its tables. It knows nothing about the
 //! query language. DataFusion `TableProvider`s over these tables join this crate with the engine.
 
@@ -10,4 +11,6 @@ pub mod schema;
 pub mod sqlite;
 
 pub use archive::{Archive, ArchiveError, TableInfo, bump_generation, read_generation};
-pub use schema::{SCHEMA_VERSION, TABLES, TableDef};
+pub use schema::{
+    SCHEMA_VERSION, StatementError, fulltext_insert_statement, insert_statement, upsert_statement,
+};

@@ -1,96 +1,15 @@
 //! The archive's SQLite schema: one migration list, applied in order, recorded in
-//! `PRAGMA user_version`. Every table of DESIGN.md's data model is declared here and nowhere else.
+//! `PRAGMA user_version`, and the statements derived from the declaration of the tables
+//! (`quarry_schema`). The declaration says what each table is (columns, types, keys, docs); the
+//! migrations are the fixed history of how an archive file came to hold them, and a drift test
+//! (`tests/catalog.rs`) checks that a migrated archive equals the declaration. Adding a column is
+//! one edit in `quarry_schema` plus a migration.
 //!
 //! The schema uses only features of SQLite 3.40 (no JSONB, no contentless-delete FTS), so the
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
 pub const SCHEMA_VERSION: i64 = 1;
-
-/// One archive table (or view) as the catalog shows it.
-#[derive(Debug, Clone, Copy)]
-pub struct TableDef {
-    /// SQL name (underscores, as in `observed_events`).
-    pub name: &'static str,
-    /// One line saying what a row is.
-    pub doc: &'static str,
-    /// Whether only the admin scope may read it (raw payloads).
-    pub admin_only: bool,
-}
-
-/// Every table of the archive, in catalog order.
-pub const TABLES: &[TableDef] = &[
-    TableDef {
-        name: "sessions",
-        doc: "one conversation or agent session (subagents are sessions of their own)",
-        admin_only: false,
-    },
-    TableDef {
-        name: "messages",
-        doc: "one logical message: a user record or one assistant API response",
-        admin_only: false,
-    },
-    TableDef {
-        name: "blocks",
-        doc: "one content block of a message (text, thinking, tool_use, tool_result, ...)",
-        admin_only: false,
-    },
-    TableDef {
-        name: "actions",
-        doc: "one tool call paired with its result",
-        admin_only: false,
-    },
-    TableDef {
-        name: "files",
-        doc: "one file path touched by a session's tool calls",
-        admin_only: false,
-    },
-    TableDef {
-        name: "assertions",
-        doc: "one tag, note or imported claim about a session or message",
-        admin_only: false,
-    },
-    TableDef {
-        name: "runs",
-        doc: "one agent run: the main run of a session or a subagent run",
-        admin_only: false,
-    },
-    TableDef {
-        name: "observed_events",
-        doc: "one observed lifecycle event (session started, tool finished)",
-        admin_only: false,
-    },
-    TableDef {
-        name: "context_snapshots",
-        doc: "one context boundary: session start, subagent start, compaction",
-        admin_only: false,
-    },
-    TableDef {
-        name: "delegations",
-        doc: "one hand-off from a parent session to a subagent",
-        admin_only: false,
-    },
-    TableDef {
-        name: "events",
-        doc: "source records of committed turns (and records outside any turn)",
-        admin_only: false,
-    },
-    TableDef {
-        name: "events_raw",
-        doc: "every source record, committed or not, with its raw payload",
-        admin_only: true,
-    },
-    TableDef {
-        name: "turns",
-        doc: "one turn: from a user prompt to the next",
-        admin_only: false,
-    },
-    TableDef {
-        name: "usage",
-        doc: "one billed model response, de-duplicated",
-        admin_only: false,
-    },
-];
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[MIGRATION_1];
@@ -372,21 +291,6 @@ pub const FTS_DELETE_SESSION: &str =
        AND (text != '' OR COALESCE(tool_name, '') != '' OR COALESCE(tool_command, '') != ''
             OR COALESCE(tool_path, '') != '')";
 
-/// Tables whose rows belong to one session through a `session_id` column: replacing or
-/// deleting a session touches exactly these (plus `blocks_fts`, keyed by block rowid).
-pub const SESSION_CHILD_TABLES: &[&str] = &[
-    "messages",
-    "blocks",
-    "actions",
-    "files",
-    "runs",
-    "observed_events",
-    "context_snapshots",
-    "events_raw",
-    "turns",
-    "usage",
-];
-
 /// A value as the full-text index stores it: `ł`/`Ł` folded to `l`/`L` (unicode61 has no
 /// decomposition for them; `fts_query` folds queries the same way).
 pub fn fold_for_index(text: &str) -> std::borrow::Cow<'_, str> {
@@ -408,5 +312,190 @@ pub fn fts_query(text: &str, phrase: bool) -> String {
             .map(quote)
             .collect::<Vec<_>>()
             .join(" ")
+    }
+}
+
+/// A statement that cannot be built from the declaration (a table or column it does not
+/// declare): a mistake in the caller, reported rather than panicking.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot build a statement from the declaration of the tables: {0}")]
+pub struct StatementError(pub String);
+
+impl From<StatementError> for rusqlite::Error {
+    fn from(e: StatementError) -> Self {
+        rusqlite::Error::ToSqlConversionFailure(Box::new(e))
+    }
+}
+
+/// `INSERT INTO table (every declared column) VALUES (...)`, columns in declaration order.
+///
+/// Each column gets the next numbered placeholder (`?1`, `?2`, ...), so the parameters are the
+/// declared columns in order — except the columns of `exprs`, whose SQL expression stands in
+/// their place and takes no parameter. An expression names another column's placeholder as
+/// `{column}` (`("dispatch_model", "{requested_model}")`).
+pub fn insert_statement(table: &str, exprs: &[(&str, &str)]) -> Result<String, StatementError> {
+    let def = quarry_schema::table(table)
+        .filter(|t| t.kind != quarry_schema::TableKind::View)
+        .ok_or_else(|| StatementError(format!("no table {table}")))?;
+    for (column, _) in exprs {
+        if def.column(column).is_none() {
+            return Err(StatementError(format!("{table} has no column {column}")));
+        }
+    }
+    let mut placeholders: Vec<(&str, String)> = Vec::new();
+    for column in def.column_names() {
+        if !exprs.iter().any(|(c, _)| *c == column) {
+            let n = placeholders.len() + 1;
+            placeholders.push((column, format!("?{n}")));
+        }
+    }
+    let mut values = Vec::with_capacity(def.columns.len());
+    for column in def.column_names() {
+        let value = match exprs.iter().find(|(c, _)| *c == column) {
+            None => placeholders
+                .iter()
+                .find(|(c, _)| *c == column)
+                .map(|(_, p)| p.clone())
+                .unwrap_or_default(),
+            Some((_, expr)) => substitute(expr, &placeholders).map_err(|name| {
+                StatementError(format!("{table}.{column}: no placeholder {{{name}}}"))
+            })?,
+        };
+        values.push(value);
+    }
+    Ok(format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        def.column_names().collect::<Vec<_>>().join(", "),
+        values.join(", ")
+    ))
+}
+
+/// [`insert_statement`] that replaces an existing row with the same key: `ON CONFLICT (key) DO
+/// UPDATE SET` every other column to the new value.
+pub fn upsert_statement(table: &str, exprs: &[(&str, &str)]) -> Result<String, StatementError> {
+    let insert = insert_statement(table, exprs)?;
+    let def =
+        quarry_schema::table(table).ok_or_else(|| StatementError(format!("no table {table}")))?;
+    if def.key.is_empty() {
+        return Err(StatementError(format!("{table} has no key to conflict on")));
+    }
+    let set: Vec<String> = def
+        .column_names()
+        .filter(|c| !def.key.contains(c))
+        .map(|c| format!("{c} = excluded.{c}"))
+        .collect();
+    Ok(format!(
+        "{insert} ON CONFLICT ({}) DO UPDATE SET {}",
+        def.key.join(", "),
+        set.join(", ")
+    ))
+}
+
+/// `INSERT INTO <table>_fts (rowid, <the fulltext columns>) VALUES (?1, ?2, ...)`: one row of
+/// `table`'s full-text index, `?1` the row's rowid and then its full-text columns in declared
+/// order (folded with [`fold_for_index`]).
+pub fn fulltext_insert_statement(table: &str) -> Result<String, StatementError> {
+    let def =
+        quarry_schema::table(table).ok_or_else(|| StatementError(format!("no table {table}")))?;
+    let index = def
+        .fulltext_index()
+        .ok_or_else(|| StatementError(format!("{table} has no full-text index")))?;
+    let marks: Vec<String> = (1..=def.fulltext.len() + 1)
+        .map(|n| format!("?{n}"))
+        .collect();
+    Ok(format!(
+        "INSERT INTO {} (rowid, {}) VALUES ({})",
+        index.name,
+        def.fulltext.join(", "),
+        marks.join(", ")
+    ))
+}
+
+/// `expr` with each `{column}` replaced by that column's placeholder; `Err(name)` for a name
+/// without one.
+fn substitute(expr: &str, placeholders: &[(&str, String)]) -> Result<String, String> {
+    let mut out = String::with_capacity(expr.len());
+    let mut rest = expr;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after.find('}').ok_or_else(|| after.to_string())?;
+        let name = &after[..close];
+        let (_, p) = placeholders
+            .iter()
+            .find(|(c, _)| *c == name)
+            .ok_or_else(|| name.to_string())?;
+        out.push_str(p);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn insert_numbers_declared_columns_in_order() {
+        assert_eq!(
+            insert_statement("turns", &[]).unwrap(),
+            "INSERT INTO turns (session_id, turn_id, started_at_ms, completed_at_ms, committed) \
+             VALUES (?1, ?2, ?3, ?4, ?5)"
+        );
+        let sql = insert_statement(
+            "delegations",
+            &[
+                ("dispatch_model", "{requested_model}"),
+                (
+                    "child_model",
+                    "(SELECT model FROM sessions WHERE session_id = {child_session_id})",
+                ),
+                ("exit_code", "NULL"),
+            ],
+        )
+        .unwrap();
+        assert!(
+            sql.ends_with(
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, (SELECT model FROM sessions WHERE session_id = ?4), ?7, ?8, ?9, NULL, ?10)"
+            ),
+            "{sql}"
+        );
+    }
+
+    #[test]
+    fn upsert_sets_every_non_key_column() {
+        let sql = upsert_statement("meta", &[]).unwrap();
+        assert_eq!(
+            sql,
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        );
+    }
+
+    #[test]
+    fn fulltext_statements_name_the_declared_columns() {
+        assert_eq!(
+            fulltext_insert_statement("blocks").unwrap(),
+            "INSERT INTO blocks_fts (rowid, text, tool_name, tool_command, tool_path) \
+             VALUES (?1, ?2, ?3, ?4, ?5)"
+        );
+        assert!(fulltext_insert_statement("messages").is_err());
+        // The delete (written by hand for its folding) names the same columns.
+        let declared = quarry_schema::table("blocks").unwrap().fulltext.join(", ");
+        assert!(
+            FTS_DELETE_SESSION.contains(&format!("(blocks_fts, rowid, {declared})")),
+            "{FTS_DELETE_SESSION}"
+        );
+    }
+
+    #[test]
+    fn mistakes_are_errors() {
+        assert!(insert_statement("nope", &[]).is_err());
+        assert!(insert_statement("events", &[]).is_err(), "a view");
+        assert!(insert_statement("turns", &[("nope", "1")]).is_err());
+        assert!(insert_statement("turns", &[("committed", "{nope}")]).is_err());
+        assert!(insert_statement("turns", &[("committed", "{committed}")]).is_err());
+        assert!(upsert_statement("usage", &[]).is_err());
     }
 }

@@ -9,6 +9,9 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use quarry_providers::Archive;
 use quarry_providers::sqlite::register_archive;
 
+/// 2026-01-01T00:00:00Z in epoch milliseconds.
+const T0: i64 = 1_767_225_600_000;
+
 /// An archive with `n` messages over a few sessions, roles and word counts (deterministic).
 fn archive(n: i64) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -18,8 +21,8 @@ fn archive(n: i64) -> (tempfile::TempDir, std::path::PathBuf) {
     {
         let mut stmt = tx
             .prepare(
-                "INSERT INTO messages (message_id, session_id, position, role, type, material_origin, word_count, input_tokens, text, is_sidechain, turn_committed)
-                 VALUES (?1, ?2, ?3, ?4, 'text', 'model', ?5, ?8, ?6, 0, ?7)",
+                "INSERT INTO messages (message_id, session_id, position, role, type, material_origin, word_count, input_tokens, text, is_sidechain, turn_committed, occurred_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, 'text', 'model', ?5, ?8, ?6, 0, ?7, ?9)",
             )
             .unwrap();
         for i in 0..n {
@@ -38,7 +41,9 @@ fn archive(n: i64) -> (tempfile::TempDir, std::path::PathBuf) {
                 (i * 7919) % 1000,
                 format!("text {i} ünïcode"),
                 committed,
-                words
+                words,
+                // Every 7th message has no time; the others one a minute from 2026-01-01.
+                (i % 7 != 0).then_some(T0 + i * 60_000)
             ])
             .unwrap();
         }
@@ -180,7 +185,7 @@ async fn plan_shows_projection_filter_and_limit_in_the_scan() {
 async fn every_catalog_table_scans() {
     let (_dir, path) = archive(10);
     let ctx = context(&path, 2);
-    for def in quarry_providers::TABLES {
+    for def in quarry_schema::CATALOG {
         let batches = ctx
             .sql(&format!("SELECT * FROM {}", def.name))
             .await
@@ -206,4 +211,68 @@ async fn every_catalog_table_scans() {
         .unwrap();
     assert_eq!(roles.len(), 2);
     assert_eq!(roles.value(1), "assistant");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_columns_are_utc_timestamps_and_time_filters_push_down() {
+    use datafusion::arrow::array::TimestampMillisecondArray;
+    use datafusion::arrow::datatypes::{DataType, TimeUnit};
+    let (_dir, path) = archive(1000);
+    let ctx = context(&path, 2);
+    let batches = ctx
+        .sql("SELECT occurred_at_ms FROM messages WHERE position = 1")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let column = batches[0].column(0);
+    assert_eq!(
+        column.data_type(),
+        &DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+    );
+    let times = column
+        .as_any()
+        .downcast_ref::<TimestampMillisecondArray>()
+        .unwrap();
+    assert_eq!(times.value(0), T0 + 60_000);
+    for (df, sqlite) in [
+        (
+            "SELECT COUNT(*) FROM messages WHERE occurred_at_ms >= TIMESTAMP '2026-01-01T05:00:00Z'",
+            format!(
+                "SELECT COUNT(*) FROM messages WHERE occurred_at_ms >= {}",
+                T0 + 5 * 3_600_000
+            ),
+        ),
+        (
+            "SELECT COUNT(*) FROM messages WHERE occurred_at_ms < TIMESTAMP '2026-01-01T07:00:00+02:00'",
+            format!(
+                "SELECT COUNT(*) FROM messages WHERE occurred_at_ms < {}",
+                T0 + 5 * 3_600_000
+            ),
+        ),
+        (
+            "SELECT COUNT(*) FROM messages WHERE occurred_at_ms IS NULL",
+            "SELECT COUNT(*) FROM messages WHERE occurred_at_ms IS NULL".to_string(),
+        ),
+    ] {
+        assert_eq!(df_i64(&ctx, df).await, sqlite_i64(&path, &sqlite), "{df}");
+        let plan = ctx
+            .sql(&format!("EXPLAIN {df}"))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let text = pretty_format_batches(&plan).unwrap().to_string();
+        assert!(
+            text.lines()
+                .any(|l| l.contains("SqliteScanExec") && l.contains("where=")),
+            "the time filter is pushed into the scan: {text}"
+        );
+        assert!(
+            !text.contains("FilterExec"),
+            "and exactly (no filter left above it): {text}"
+        );
+    }
 }

@@ -135,19 +135,7 @@ async fn an_aggregate_scans_its_table_once_and_counts_its_input() {
         assert_eq!(completion.input_rows, Some(want), "{query}");
     }
     // A cap that cuts the groups still counts every input row, and says it cut.
-    let answer = engine
-        .query(
-            "messages | group by session_id | count",
-            Caps {
-                limit: Some(2),
-                offset: None,
-            },
-        )
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
+    let answer = capped(&engine, "messages | group by session_id | count", 2).await;
     assert_eq!(answer.num_rows(), 2);
     assert!(answer.truncated);
     assert_eq!(
@@ -155,21 +143,19 @@ async fn an_aggregate_scans_its_table_once_and_counts_its_input() {
         Some(sqlite_count(&path, "SELECT COUNT(*) FROM messages"))
     );
     // Rows, not groups: no input count, and a cap that does not cut is not `truncated`.
-    let answer = engine
-        .query(
-            "messages | limit 3",
-            Caps {
-                limit: Some(5),
-                offset: None,
-            },
-        )
-        .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
+    let answer = capped(&engine, "messages | limit 3", 5).await;
     assert_eq!(
         (answer.num_rows(), answer.truncated, answer.input_rows),
         (3, false, None)
     );
+}
+
+/// The answer of `query` under a caller's cap of `limit` rows.
+async fn capped(engine: &Engine, query: &str, limit: usize) -> crate::api::QueryResult {
+    let caps = Caps {
+        limit: Some(limit),
+        offset: None,
+    };
+    let stream = engine.query(query, caps).await.unwrap();
+    stream.collect().await.unwrap()
 }

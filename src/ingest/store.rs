@@ -1,14 +1,21 @@
 //! Writing one input file's sessions into the archive in one transaction: the file's previous
 //! sessions are replaced atomically, `source_files` records size and hash, and `generation` is
 //! bumped. A failure rolls the whole file back; files committed before it stay.
+//!
+//! Every statement's column list comes from the declaration of the tables (`quarry_schema`,
+//! through `insert_statement`): each `INSERT` names every declared column and numbers a
+//! placeholder per column in declaration order, so the parameters below are passed in
+//! declaration order, and a column that is computed in SQL is named in the statement's
+//! expressions instead.
 
 use rusqlite::{Connection, params};
 
-use quarry_providers::bump_generation;
-use quarry_providers::schema::SESSION_CHILD_TABLES;
+use quarry_providers::schema::FTS_DELETE_SESSION;
+use quarry_providers::{
+    bump_generation, fulltext_insert_statement, insert_statement, upsert_statement,
+};
 
 use super::derive::SessionRows;
-use quarry_providers::schema::FTS_DELETE_SESSION;
 
 use super::text::fold_for_index;
 
@@ -92,11 +99,7 @@ fn write_file_rows(
         other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
     })?;
     tx.execute(
-        "INSERT INTO source_files (path, origin, size, hash, records, sessions, generation, ingested_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-         ON CONFLICT (path) DO UPDATE SET origin = excluded.origin, size = excluded.size,
-           hash = excluded.hash, records = excluded.records, sessions = excluded.sessions,
-           generation = excluded.generation, ingested_at_ms = excluded.ingested_at_ms",
+        &upsert_statement("source_files", &[])?,
         params![
             stamp.path,
             stamp.origin,
@@ -119,13 +122,18 @@ fn delete_file_sessions(tx: &Connection, path: &str) -> rusqlite::Result<()> {
             .collect::<Result<_, _>>()?
     };
     for id in &ids {
+        // The index first: its delete reads the blocks' values.
         tx.prepare_cached(FTS_DELETE_SESSION)?.execute([id])?;
-        for table in SESSION_CHILD_TABLES {
-            tx.prepare_cached(&format!("DELETE FROM {table} WHERE session_id = ?1"))?
-                .execute([id])?;
+        // Every table whose rows a re-ingest replaces, `sessions` and `delegations` included.
+        for table in quarry_schema::TABLES
+            .iter()
+            .filter(|t| t.replaced_per_session)
+        {
+            if let Some(key) = table.session_key {
+                tx.prepare_cached(&format!("DELETE FROM {} WHERE {key} = ?1", table.name))?
+                    .execute([id])?;
+            }
         }
-        tx.execute("DELETE FROM delegations WHERE parent_session_id = ?1", [id])?;
-        tx.execute("DELETE FROM sessions WHERE session_id = ?1", [id])?;
     }
     Ok(())
 }
@@ -133,20 +141,17 @@ fn delete_file_sessions(tx: &Connection, path: &str) -> rusqlite::Result<()> {
 fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqlite::Result<usize> {
     let sid = s.session.session_id.as_str();
     let r = &s.session;
-    tx.prepare_cached(
-        "INSERT INTO sessions (session_id, origin, native_id, owner, parent_session_id, root_session_id,
-            branch_type, title, cwd, repo, git_branch, model, created_at, updated_at, duration_ms,
-            message_count, word_count, user_messages, authored_user_messages, assistant_messages,
-            system_messages, tool_messages, tool_use_messages, thinking_messages, paste_messages,
-            user_words, authored_user_words, assistant_words, input_tokens, output_tokens,
-            cache_read_tokens, cache_write_tokens, reported_cost_usd, tags, source_path)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,
-            ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33,
-            (SELECT COALESCE(json_group_array(value), '[]') FROM
+    // `tags` mirrors the session's active tag assertions (they outlive re-ingest).
+    tx.prepare_cached(&insert_statement(
+        "sessions",
+        &[(
+            "tags",
+            "(SELECT COALESCE(json_group_array(value), '[]') FROM
                (SELECT DISTINCT value FROM assertions
-                WHERE target_ref = ?1 AND kind = 'tag' AND status = 'active' ORDER BY value)),
-            ?34)",
-    )?
+                WHERE target_ref = {session_id} AND kind = 'tag' AND status = 'active'
+                ORDER BY value))",
+        )],
+    )?)?
     .execute(params![
         sid,
         r.origin,
@@ -184,12 +189,7 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         source_path
     ])?;
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO messages (message_id, session_id, position, role, type, material_origin, model,
-            occurred_at_ms, word_count, text, input_tokens, output_tokens, cache_read_tokens,
-            cache_write_tokens, duration_ms, stop_reason, is_sidechain, turn_id, turn_committed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement("messages", &[])?)?;
     for m in &s.messages {
         stmt.execute(params![
             m.message_id,
@@ -214,14 +214,8 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         ])?;
     }
 
-    let mut block_stmt = tx.prepare_cached(
-        "INSERT INTO blocks (block_id, message_id, session_id, position, type, text, tool_name, tool_id,
-            tool_input, tool_command, tool_path, is_error, exit_code, occurred_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?;
-    let mut fts_stmt = tx.prepare_cached(
-        "INSERT INTO blocks_fts (rowid, text, tool_name, tool_command, tool_path) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
+    let mut block_stmt = tx.prepare_cached(&insert_statement("blocks", &[])?)?;
+    let mut fts_stmt = tx.prepare_cached(&fulltext_insert_statement("blocks")?)?;
     for b in &s.blocks {
         let d = &b.block;
         block_stmt.execute(params![
@@ -252,12 +246,7 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         }
     }
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO actions (action_id, session_id, message_id, tool_use_block_id, tool_result_block_id,
-            tool_name, semantic_type, tool_command, tool_path, tool_input, output_text, is_error,
-            exit_code, occurred_at_ms, duration_ms, followup_class, turn_id, turn_committed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement("actions", &[])?)?;
     for a in &s.actions {
         stmt.execute(params![
             a.action_id,
@@ -281,10 +270,7 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         ])?;
     }
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO files (session_id, path, action_count, first_seen_ms, last_seen_ms, first_message_id,
-            first_tool_use_block_id, last_tool_use_block_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement("files", &[])?)?;
     for f in &s.files {
         stmt.execute(params![
             sid,
@@ -300,28 +286,25 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
 
     let run_id = format!("{sid}/run");
     let last_time = r.updated_at;
-    tx.prepare_cached(
-        "INSERT INTO runs (run_id, session_id, role, agent, status, harness, cwd, git_branch, model,
-            started_at_ms, ended_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )?
-    .execute(params![
-        run_id,
-        sid,
-        s.run_role,
-        s.run_agent,
-        s.run_status,
-        s.harness,
-        r.cwd,
-        r.git_branch,
-        r.model,
-        r.created_at,
-        last_time
-    ])?;
+    tx.prepare_cached(&insert_statement("runs", &[])?)?
+        .execute(params![
+            run_id,
+            sid,
+            s.run_role,
+            s.run_agent,
+            s.run_status,
+            s.harness,
+            r.cwd,
+            r.git_branch,
+            r.model,
+            r.created_at,
+            last_time
+        ])?;
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO observed_events (event_id, session_id, kind, subject, object, handler, status,
-            delivery_state, summary, occurred_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'delivered', ?8, ?9)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement(
+        "observed_events",
+        &[("delivery_state", "'delivered'")],
+    )?)?;
     for o in &s.observed {
         stmt.execute(params![
             o.event_id,
@@ -336,10 +319,7 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         ])?;
     }
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO context_snapshots (snapshot_id, session_id, run_id, boundary, inheritance_mode,
-            segment, text, occurred_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement("context_snapshots", &[])?)?;
     for (k, c) in s.snapshots.iter().enumerate() {
         stmt.execute(params![
             format!("{sid}/ctx{k}"),
@@ -353,12 +333,17 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         ])?;
     }
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO delegations (delegation_id, parent_session_id, parent_message_id, child_session_id,
-            instruction, requested_model, dispatch_model, child_model, mapping_state, result_status,
-            is_error, exit_code, occurred_at_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, (SELECT model FROM sessions WHERE session_id = ?4), ?7, ?8, ?9, NULL, ?10)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement(
+        "delegations",
+        &[
+            ("dispatch_model", "{requested_model}"),
+            (
+                "child_model",
+                "(SELECT model FROM sessions WHERE session_id = {child_session_id})",
+            ),
+            ("exit_code", "NULL"),
+        ],
+    )?)?;
     for d in &s.delegations {
         stmt.execute(params![
             d.delegation_id,
@@ -374,10 +359,7 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         ])?;
     }
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO events_raw (session_id, seq, type, time, surface, turn_id, turn_committed, payload)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement("events_raw", &[])?)?;
     for e in &s.events {
         stmt.execute(params![
             sid,
@@ -391,10 +373,7 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         ])?;
     }
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO turns (session_id, turn_id, started_at_ms, completed_at_ms, committed)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement("turns", &[])?)?;
     for t in &s.turns {
         stmt.execute(params![
             sid,
@@ -405,11 +384,7 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         ])?;
     }
 
-    let mut stmt = tx.prepare_cached(
-        "INSERT INTO usage (session_id, message_id, request_id, model, input_tokens, output_tokens,
-            reasoning_tokens, cache_read_tokens, cache_write_tokens, occurred_at_ms, turn_id, turn_committed)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    )?;
+    let mut stmt = tx.prepare_cached(&insert_statement("usage", &[])?)?;
     for u in &s.usage {
         stmt.execute(params![
             sid,

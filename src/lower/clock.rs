@@ -7,7 +7,10 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Duration, NaiveDate, TimeZone, Utc};
 use datafusion::arrow::array::timezone::Tz;
-use quarry_grammar::resolve::DateLit;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{Expr, lit};
+use quarry_grammar::ir::DateLit;
+use quarry_providers::sqlite::TIME_ZONE;
 
 /// Now and the zone day boundaries are read in.
 #[derive(Debug, Clone, Copy)]
@@ -38,90 +41,68 @@ impl Clock {
 
     /// Epoch milliseconds of a date literal.
     pub fn millis(&self, date: &DateLit) -> Result<i64, ClockError> {
-        let local_midnight = |d: NaiveDate| -> Result<i64, ClockError> {
-            let naive = d
-                .and_hms_opt(0, 0, 0)
-                .ok_or_else(|| ClockError("invalid date".into()))?;
-            self.local_millis(naive)
-                .ok_or_else(|| ClockError(format!("invalid local date {d}")))
-        };
         let today = self.now.with_timezone(&self.zone).date_naive();
         match date {
             DateLit::Relative { amount, unit } => {
-                let n = i64::from(*amount);
-                let delta = match *unit {
-                    "s" => Duration::seconds(n),
-                    "m" => Duration::minutes(n),
-                    "h" => Duration::hours(n),
-                    "d" => Duration::days(n),
-                    "w" => Duration::weeks(n),
-                    "mo" => Duration::days(30 * n),
-                    "y" => Duration::days(365 * n),
-                    other => return Err(ClockError(format!("unknown time unit {other}"))),
-                };
+                let delta = Duration::seconds(i64::from(*amount) * unit.seconds());
                 Ok((self.now - delta).timestamp_millis())
             }
-            DateLit::Today => local_midnight(today),
-            DateLit::Yesterday => local_midnight(today - Duration::days(1)),
+            DateLit::Today => self.local_midnight(today),
+            DateLit::Yesterday => self.local_midnight(today - Duration::days(1)),
             DateLit::Absolute {
                 text,
                 year,
                 month,
                 day,
-                has_time,
+                time,
             } => {
-                if *has_time {
-                    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-                        return Ok(t.timestamp_millis());
-                    }
-                    let naive = chrono::NaiveDateTime::parse_from_str(
-                        &text.replace(' ', "T"),
-                        "%Y-%m-%dT%H:%M:%S%.f",
-                    )
-                    .or_else(|_| {
-                        chrono::NaiveDateTime::parse_from_str(
-                            &text.replace(' ', "T"),
-                            "%Y-%m-%dT%H:%M",
-                        )
-                    })
-                    .map_err(|e| ClockError(format!("invalid time {text}: {e}")))?;
-                    return self
-                        .local_millis(naive)
-                        .ok_or_else(|| ClockError(format!("invalid time {text}")));
-                }
                 let d =
                     NaiveDate::from_ymd_opt(i32::from(*year), u32::from(*month), u32::from(*day))
                         .ok_or_else(|| ClockError(format!("invalid date {text}")))?;
-                local_midnight(d)
+                let Some(t) = time else {
+                    return self.local_midnight(d);
+                };
+                // A leap second (:60) is the last second's 1000th millisecond onwards.
+                let (second, millis) = match t.second {
+                    60 => (59, 1000 + u32::from(t.millis)),
+                    s => (u32::from(s), u32::from(t.millis)),
+                };
+                let naive = d
+                    .and_hms_milli_opt(u32::from(t.hour), u32::from(t.minute), second, millis)
+                    .ok_or_else(|| ClockError(format!("invalid time {text}")))?;
+                match t.offset_minutes {
+                    Some(offset) => {
+                        Ok(naive.and_utc().timestamp_millis() - i64::from(offset) * 60_000)
+                    }
+                    None => self
+                        .local_millis(naive)
+                        .ok_or_else(|| ClockError(format!("invalid time {text}"))),
+                }
             }
         }
     }
 
-    /// Epoch milliseconds of the end of the day named by an absolute date (for inclusive
+    /// Epoch milliseconds of the end of the day named by a whole-day literal (for inclusive
     /// `until:` / `between` upper bounds on whole days): the next local midnight less one
-    /// millisecond, so days of 23 or 25 hours end where they do.
+    /// millisecond, so days of 23 or 25 hours end where they do. Other literals end where they
+    /// start.
     pub fn end_of_day_millis(&self, date: &DateLit) -> Result<i64, ClockError> {
         let start = self.millis(date)?;
-        let whole_day = matches!(
-            date,
-            DateLit::Absolute {
-                has_time: false,
-                ..
-            } | DateLit::Today
-                | DateLit::Yesterday
-        );
-        if !whole_day {
+        if !date.is_whole_day() {
             return Ok(start);
         }
         let day = chrono::DateTime::from_timestamp_millis(start)
             .ok_or_else(|| ClockError("invalid date".into()))?
             .with_timezone(&self.zone)
             .date_naive();
-        let next = (day + Duration::days(1))
-            .and_hms_opt(0, 0, 0)
+        Ok(self.local_midnight(day + Duration::days(1))? - 1)
+    }
+
+    /// Epoch milliseconds of the local midnight starting `day`.
+    fn local_midnight(&self, day: NaiveDate) -> Result<i64, ClockError> {
+        day.and_hms_opt(0, 0, 0)
             .and_then(|midnight| self.local_millis(midnight))
-            .ok_or_else(|| ClockError(format!("invalid date after {day}")))?;
-        Ok(next - 1)
+            .ok_or_else(|| ClockError(format!("invalid local date {day}")))
     }
 
     /// Epoch milliseconds of a local wall-clock time: the earlier instant when the time occurs
@@ -140,6 +121,15 @@ impl Clock {
     pub fn zone_name(&self) -> String {
         self.zone.to_string()
     }
+}
+
+/// A literal comparable with a time column (every time column of the archive is an Arrow
+/// timestamp in milliseconds, UTC): epoch milliseconds as such a timestamp.
+pub fn time_lit(ms: i64) -> Expr {
+    lit(ScalarValue::TimestampMillisecond(
+        Some(ms),
+        Some(TIME_ZONE.into()),
+    ))
 }
 
 const ZONE_HELP: &str =
@@ -187,7 +177,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use quarry_grammar::resolve::parse_date;
+    use quarry_grammar::dates::parse_date;
 
     fn warsaw() -> Clock {
         Clock {

@@ -20,26 +20,25 @@ use datafusion::logical_expr::{
     Expr, ExprFunctionExt, JoinType, LogicalPlan, LogicalPlanBuilder, SortExpr, cast, col, ident,
     in_subquery, lit,
 };
-use quarry_grammar::registry::{Source, Unit, UnitId, unit_def};
-use quarry_grammar::resolve::{
-    AggFunction, ColumnRef, FieldScope, GroupKey, Metric, PipelineStage, Resolved,
-    ResolvedProjection, SortKey,
+use quarry_grammar::ir::{
+    AggFunction, ColumnRef, FieldScope, GroupKey, Metric, Number, PipelineStage, Resolved,
+    ResolvedProjection, SortKey, Value,
 };
+use quarry_grammar::registry::{Source, Unit, UnitId, unit_def};
 
 use self::clock::Clock;
 use self::predicate::PredicateLowerer;
 use self::tables::Tables;
 
-/// Why a query could not be lowered.
+/// Why a query could not be lowered. Users see these as [`crate::Error`]'s variants of the same
+/// names, which carry the full wording.
 #[derive(Debug, thiserror::Error)]
 pub enum LowerError {
     /// A `near:` / `semantic:` leaf: no embeddings in this archive.
-    #[error(
-        "embeddings unavailable: semantic and near: leaves need a vector index, which this archive does not have; use a text leaf (~\"...\") instead"
-    )]
+    #[error("embeddings unavailable")]
     EmbeddingsUnavailable,
     /// A retrieval lane that is not available.
-    #[error("lane unavailable: `{0}` names a retrieval lane this archive does not have")]
+    #[error("lane unavailable: {0}")]
     LaneUnavailable(String),
     /// A query the lowering cannot express.
     #[error("cannot plan the query: {0}")]
@@ -321,11 +320,11 @@ fn session_order(def: &Unit, key: &str, last: bool) -> Vec<SortExpr> {
     if let Some(time) = def.time_column {
         order.push(col(time).sort(asc, false));
     }
-    if def.columns.contains(&"position") {
+    if def.has_column("position") {
         order.push(col("position").sort(asc, false));
     }
-    if let Some(id) = def.columns.iter().find(|c| **c != key) {
-        order.push(col(*id).sort(asc, false));
+    if let Some(id) = def.schema.column_names().find(|c| *c != key) {
+        order.push(col(id).sort(asc, false));
     }
     order
 }
@@ -350,7 +349,8 @@ fn sort_exprs(
                     .collect()
             } else {
                 let def = unit_def(resolved.unit);
-                vec![col(def.columns.first().copied().unwrap_or("rowid")).sort(asc, !asc)]
+                let first = def.schema.column_names().next().unwrap_or("rowid");
+                vec![col(first).sort(asc, !asc)]
             }
         }
         SortKey::Field { column } => {
@@ -377,30 +377,8 @@ fn attachment(
     let mut builder = tables
         .scan(def.table)?
         .filter(in_subquery(col(key), Arc::new(sessions.clone())))?;
-    for (field, value) in &projection.filters {
-        let f = def
-            .field(field)
-            .ok_or_else(|| LowerError::Plan(format!("{} has no field {field}", def.name)))?;
-        let column = f
-            .source
-            .column()
-            .ok_or_else(|| LowerError::Plan(format!("{field} is not a column")))?;
-        let test = if f.is_bool() {
-            col(column).eq(lit(value.eq_ignore_ascii_case("true")))
-        } else if let Ok(n) = value.parse::<i64>() {
-            if matches!(
-                f.kind,
-                quarry_grammar::registry::FieldKind::Count
-                    | quarry_grammar::registry::FieldKind::Number
-            ) {
-                col(column).eq(lit(n))
-            } else {
-                col(column).eq(lit(value.clone()))
-            }
-        } else {
-            col(column).eq(lit(value.clone()))
-        };
-        builder = builder.filter(test)?;
+    for filter in &projection.filters {
+        builder = builder.filter(col(filter.column).eq(value_lit(&filter.value)?))?;
     }
     let order = |last: bool| session_order(def, key, last);
     if let Some(window) = projection.window {
@@ -418,7 +396,7 @@ fn attachment(
     sort.extend(order(false));
     builder = builder.sort(sort)?;
     let columns: Vec<Expr> = if projection.columns.is_empty() {
-        def.columns.iter().map(|c| col(*c)).collect()
+        def.schema.column_names().map(col).collect()
     } else {
         let mut cols: Vec<Expr> = projection.columns.iter().map(|c| col(c.as_str())).collect();
         if !projection.columns.iter().any(|c| c == key) {
@@ -427,4 +405,21 @@ fn attachment(
         cols
     };
     Ok((def.name, builder.project(columns)?.build()?))
+}
+
+/// The literal of a bracket value.
+fn value_lit(value: &Value) -> Result<Expr, LowerError> {
+    Ok(match value {
+        Value::Text(text) => lit(text.clone()),
+        Value::Enum(member) => lit(*member),
+        Value::Bool(b) => lit(*b),
+        Value::Number(Number::Int(n)) => lit(*n),
+        Value::Number(Number::Float(x)) => lit(*x),
+        Value::Evidence(e) => {
+            return Err(LowerError::Plan(format!(
+                "`{}` is evidence, not a column value",
+                e.name()
+            )));
+        }
+    })
 }

@@ -14,12 +14,12 @@ use datafusion::logical_expr::{
     Expr, ExprFunctionExt, JoinType, LogicalPlan, LogicalPlanBuilder, col, exists, in_subquery,
     lit, out_ref_col,
 };
-use quarry_grammar::lexer::CmpOp;
-use quarry_grammar::registry::{FieldKind, Source, UnitId, unit_def};
-use quarry_grammar::resolve::{FieldPred, FieldScope, Literal, Pred, Test};
+use quarry_grammar::ast::CmpOp;
+use quarry_grammar::ir::{FieldPred, FieldScope, Literal, Number, Pred, Test, Value};
+use quarry_grammar::registry::{Evidence, FieldKind, Source, UnitId, unit_def};
 use quarry_providers::schema::{fold_for_index, fts_query};
 
-use super::clock::Clock;
+use super::clock::{Clock, time_lit};
 use super::tables::Tables;
 use super::{LowerError, session_key};
 
@@ -189,39 +189,21 @@ impl PredicateLowerer<'_> {
         }
     }
 
-    /// `has:` — evidence present in the session.
+    /// `has:` — evidence present in the session, as the registry declares each value.
     fn derived(&self, field: &FieldPred, unit: UnitId) -> Result<Expr, LowerError> {
         let Test::Match { values } = &field.test else {
             return Err(plan_err(format!("{} takes values", field.field)));
         };
-        let mut exprs = Vec::new();
-        for value in values {
-            let expr = match value.to_ascii_lowercase().as_str() {
-                "paste" => col("paste_messages").gt(lit(0i64)),
-                "tools" | "tool" => col("tool_use_messages").gt(lit(0i64)),
-                "thinking" => col("thinking_messages").gt(lit(0i64)),
-                other => {
-                    let types: Vec<Expr> = match other {
-                        "summary" => vec![lit("summary")],
-                        "attachments" | "attachment" => vec![lit("image"), lit("document")],
-                        stored => vec![lit(stored.to_string())],
-                    };
-                    let table = if other == "summary" {
-                        "messages"
-                    } else {
-                        "blocks"
-                    };
-                    let plan = self
-                        .tables
-                        .scan(table)?
-                        .filter(col("type").in_list(types, false))?
-                        .project(vec![col("session_id")])?
-                        .build()?;
-                    in_subquery(col("session_id"), Arc::new(plan))
-                }
-            };
-            exprs.push(expr);
-        }
+        let exprs = values
+            .iter()
+            .map(|value| match value {
+                Value::Evidence(evidence) => self.evidence(evidence),
+                other => Err(plan_err(format!(
+                    "`{}:{other}` is not evidence",
+                    field.field
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let combined = exprs
             .into_iter()
             .reduce(Expr::or)
@@ -237,6 +219,28 @@ impl PredicateLowerer<'_> {
                 .build()?;
             Ok(in_subquery(self.key_of(unit)?, Arc::new(plan)))
         }
+    }
+
+    /// One piece of evidence, over session rows.
+    fn evidence(&self, evidence: &Evidence) -> Result<Expr, LowerError> {
+        Ok(match evidence {
+            Evidence::Counter { column, .. } => col(*column).gt(lit(0i64)),
+            Evidence::Row {
+                unit,
+                column,
+                values,
+                ..
+            } => {
+                let values = values.iter().map(|v| lit(*v)).collect();
+                let plan = self
+                    .tables
+                    .scan(unit_def(*unit).table)?
+                    .filter(col(*column).in_list(values, false))?
+                    .project(vec![self.key_of(*unit)?])?
+                    .build()?;
+                in_subquery(col("session_id"), Arc::new(plan))
+            }
+        })
     }
 
     /// The test of one column by the field's kind.
@@ -262,38 +266,37 @@ impl PredicateLowerer<'_> {
         }
     }
 
-    fn match_value(&self, column: Expr, kind: FieldKind, value: &str) -> Result<Expr, LowerError> {
-        Ok(match kind {
-            FieldKind::Substring | FieldKind::Path => {
-                column.ilike(lit(format!("%{}%", escape_like(value))))
-            }
-            FieldKind::Prefix => column.ilike(lit(format!("{}%", escape_like(value)))),
-            FieldKind::Equality => lower(column).eq(lit(value.to_lowercase())),
-            FieldKind::Enum => column.eq(lit(value.to_string())),
-            FieldKind::Json => strpos(
-                column,
-                lit(serde_json::Value::String(value.to_string()).to_string()),
-            )
-            .gt(lit(0i64)),
-            FieldKind::Bool => column.eq(lit(value.eq_ignore_ascii_case("true"))),
-            FieldKind::Count | FieldKind::Number => match value.parse::<i64>() {
-                Ok(n) => column.eq(lit(n)),
-                Err(_) => column.eq(lit(value
-                    .parse::<f64>()
-                    .map_err(|_| plan_err(format!("not a number: {value}")))?)),
+    fn match_value(
+        &self,
+        column: Expr,
+        kind: FieldKind,
+        value: &Value,
+    ) -> Result<Expr, LowerError> {
+        Ok(match value {
+            Value::Text(text) => match kind {
+                FieldKind::Prefix => column.ilike(lit(format!("{}%", escape_like(text)))),
+                FieldKind::Equality => lower(column).eq(lit(text.to_lowercase())),
+                FieldKind::Json => strpos(
+                    column,
+                    lit(serde_json::Value::String(text.clone()).to_string()),
+                )
+                .gt(lit(0i64)),
+                FieldKind::Substring | FieldKind::Path => {
+                    column.ilike(lit(format!("%{}%", escape_like(text))))
+                }
+                other => {
+                    return Err(plan_err(format!(
+                        "a {} field does not match text",
+                        other.as_str()
+                    )));
+                }
             },
-            FieldKind::Date => {
-                let date = quarry_grammar::resolve::parse_date(value)
-                    .ok_or_else(|| plan_err(format!("not a date: {value}")))?;
-                let start = self.clock.millis(&date).map_err(|e| plan_err(e.0))?;
-                let end = self
-                    .clock
-                    .end_of_day_millis(&date)
-                    .map_err(|e| plan_err(e.0))?;
-                column.clone().gt_eq(lit(start)).and(column.lt_eq(lit(end)))
-            }
-            FieldKind::Semantic | FieldKind::Lineage => {
-                return Err(LowerError::EmbeddingsUnavailable);
+            Value::Enum(member) => column.eq(lit(*member)),
+            Value::Bool(b) => column.eq(lit(*b)),
+            Value::Number(Number::Int(n)) => column.eq(lit(*n)),
+            Value::Number(Number::Float(x)) => column.eq(lit(*x)),
+            Value::Evidence(e) => {
+                return Err(plan_err(format!("`{}` is evidence, not a value", e.name())));
             }
         })
     }
@@ -303,9 +306,9 @@ impl PredicateLowerer<'_> {
             Literal::Int(n) => lit(*n),
             Literal::Float(f) => lit(*f),
             Literal::Date(d) if upper => {
-                lit(self.clock.end_of_day_millis(d).map_err(|e| plan_err(e.0))?)
+                time_lit(self.clock.end_of_day_millis(d).map_err(|e| plan_err(e.0))?)
             }
-            Literal::Date(d) => lit(self.clock.millis(d).map_err(|e| plan_err(e.0))?),
+            Literal::Date(d) => time_lit(self.clock.millis(d).map_err(|e| plan_err(e.0))?),
         })
     }
 

@@ -19,7 +19,7 @@ impl Tables {
     /// Every table of the catalog registered in `ctx`.
     pub async fn load(ctx: &SessionContext) -> Result<Self> {
         let mut providers = HashMap::new();
-        for def in quarry_providers::TABLES {
+        for def in quarry_schema::CATALOG {
             providers.insert(def.name.to_string(), ctx.table_provider(def.name).await?);
         }
         Ok(Tables { providers })

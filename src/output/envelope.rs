@@ -11,9 +11,10 @@ use serde_json::value::RawValue;
 use crate::api::{Error, QueryResult, Semantics, Source};
 
 /// One answer as the JSON envelope: `{unit, semantics, exact, source, generation, columns,
-/// rows, total, input_rows?, truncated, skipped_partitions, attachments?}`.
+/// rows, total, input_rows?, truncated, skipped_partitions, attachments?}`. `R` is how the rows
+/// are held: raw JSON as arrow encoded it (the default), or parsed values (for YAML).
 #[derive(Debug, Serialize)]
-pub struct Envelope<'a> {
+pub struct Envelope<'a, R = Box<RawValue>> {
     /// The unit the rows come from.
     pub unit: &'a str,
     /// What kind of answer it is.
@@ -27,7 +28,7 @@ pub struct Envelope<'a> {
     /// Column names and types.
     pub columns: Vec<Column<'a>>,
     /// The rows, each an array in column order.
-    pub rows: Box<RawValue>,
+    pub rows: R,
     /// How many rows.
     pub total: usize,
     /// Rows the aggregate reduced (aggregate queries).
@@ -39,7 +40,7 @@ pub struct Envelope<'a> {
     pub skipped_partitions: u64,
     /// Rows of other units attached by `with` projections.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub attachments: Vec<AttachedRows<'a>>,
+    pub attachments: Vec<AttachedRows<'a, R>>,
 }
 
 /// A column of the envelope.
@@ -54,13 +55,13 @@ pub struct Column<'a> {
 
 /// Attached rows of one unit.
 #[derive(Debug, Serialize)]
-pub struct AttachedRows<'a> {
+pub struct AttachedRows<'a, R = Box<RawValue>> {
     /// The unit.
     pub unit: &'a str,
     /// Column names and types.
     pub columns: Vec<Column<'a>>,
     /// The rows, each an array in column order.
-    pub rows: Box<RawValue>,
+    pub rows: R,
     /// How many rows.
     pub total: usize,
 }
@@ -97,18 +98,60 @@ impl<'a> Envelope<'a> {
     }
 }
 
+impl<'a, R> Envelope<'a, R> {
+    /// The same envelope with its rows (and attached rows) held another way.
+    pub fn map_rows<S>(
+        self,
+        mut f: impl FnMut(R) -> Result<S, Error>,
+    ) -> Result<Envelope<'a, S>, Error> {
+        let attachments = self
+            .attachments
+            .into_iter()
+            .map(|a| {
+                Ok(AttachedRows {
+                    unit: a.unit,
+                    columns: a.columns,
+                    rows: f(a.rows)?,
+                    total: a.total,
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Envelope {
+            unit: self.unit,
+            semantics: self.semantics,
+            exact: self.exact,
+            source: self.source,
+            generation: self.generation,
+            columns: self.columns,
+            rows: f(self.rows)?,
+            total: self.total,
+            input_rows: self.input_rows,
+            truncated: self.truncated,
+            skipped_partitions: self.skipped_partitions,
+            attachments,
+        })
+    }
+}
+
 /// The answer as one JSON document (no trailing newline).
 pub fn json(answer: &QueryResult) -> Result<String, Error> {
     let envelope = Envelope::new(answer)?;
     serde_json::to_string(&envelope).map_err(|e| Error::Execution(e.to_string()))
 }
 
-/// The answer's envelope as YAML.
+/// The answer's envelope as YAML, fields in the envelope's order.
 pub fn yaml(answer: &QueryResult) -> Result<String, Error> {
-    let envelope = Envelope::new(answer)?;
-    // Through a JSON value: the raw rows become YAML sequences like every other field.
-    let value = serde_json::to_value(&envelope).map_err(|e| Error::Execution(e.to_string()))?;
-    serde_yaml_ng::to_string(&value).map_err(|e| Error::Execution(e.to_string()))
+    // Raw JSON means nothing to a YAML writer: the rows go as parsed values.
+    let envelope = Envelope::new(answer)?.map_rows(|raw| {
+        serde_json::from_str::<serde_json::Value>(raw.get())
+            .map_err(|e| Error::Execution(e.to_string()))
+    })?;
+    let mut text =
+        serde_yaml_ng::to_string(&envelope).map_err(|e| Error::Execution(e.to_string()))?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 /// Rows of `batches` as a JSON array of arrays, in column order, encoded by arrow's JSON

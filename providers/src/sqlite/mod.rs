@@ -12,5 +12,5 @@ mod table;
 
 pub use pushdown::{FTS_FUNCTION, Pushdown, classify};
 pub use scan::SqliteScanExec;
-pub use schema::arrow_schema;
+pub use schema::{TIME_ZONE, arrow_field, arrow_schema, data_type};
 pub use table::{SqliteTable, register_archive};

@@ -8,6 +8,11 @@
 //! `AND`, `OR` and `NOT` of exact parts, and the full-text marker `fts_match(...)` on `blocks`,
 //! rendered as an FTS5 `MATCH`.
 //!
+//! A time column (`Timestamp(Millisecond, UTC)`, stored as epoch milliseconds) compares with a
+//! millisecond or second timestamp literal of any time zone (an instant is the same instant in
+//! every zone) or an `Int64` of milliseconds, as the stored integer: exact. So does the column
+//! cast to `Int64` (its milliseconds) or to a millisecond timestamp of another zone.
+//!
 //! `ILIKE` becomes `lower(col) LIKE lowered-pattern`, which folds ASCII case only. Arrow folds
 //! Unicode case, where exactly two non-ASCII characters fold to ASCII letters (KELVIN SIGN to
 //! `k`, LONG S to `s`), and non-ASCII letters fold among themselves. So a pattern of ASCII
@@ -16,7 +21,7 @@
 //! it again above the scan). An `Inexact` part may sit under `AND`/`OR` (a superset either way)
 //! but not under `NOT`. Everything else (casts, functions) is `Unsupported`.
 
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Expr, Operator, TableProviderFilterPushDown};
 use rusqlite::types::Value;
@@ -222,23 +227,49 @@ fn comparison(
     Some(format!("({col} {sql_op} ?)"))
 }
 
-/// A bare column of the table: its quoted name and type.
+/// A bare column of the table: its quoted name and type. A time column cast to `Int64` or to a
+/// millisecond timestamp (any zone) is the same stored integer, so it counts as the column, with
+/// the cast's type.
 fn column(expr: &Expr, schema: &SchemaRef) -> Option<(String, DataType)> {
-    let Expr::Column(c) = expr else { return None };
+    let (c, cast) = match expr {
+        Expr::Column(c) => (c, None),
+        Expr::Cast(cast) => match cast.expr.as_ref() {
+            Expr::Column(c) => (c, Some(cast.field.data_type())),
+            _ => return None,
+        },
+        _ => return None,
+    };
     let field = schema.field_with_name(&c.name).ok()?;
-    Some((
-        format!("\"{}\"", c.name.replace('"', "\"\"")),
-        field.data_type().clone(),
-    ))
+    let data_type = match cast {
+        None => field.data_type().clone(),
+        Some(to) if is_time(field.data_type()) && (is_time(to) || *to == DataType::Int64) => {
+            to.clone()
+        }
+        Some(_) => return None,
+    };
+    Some((format!("\"{}\"", c.name.replace('"', "\"\"")), data_type))
 }
 
-/// A literal of exactly the column's type (no implicit casts: they would change semantics).
+/// A time column's type: milliseconds since the epoch, whatever the zone.
+fn is_time(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Timestamp(TimeUnit::Millisecond, _))
+}
+
+/// A literal of exactly the column's type (no implicit casts: they would change semantics); a
+/// time column takes any instant in whole milliseconds, or milliseconds as `Int64`.
 fn literal(expr: &Expr, data_type: &DataType) -> Option<Value> {
     let Expr::Literal(value, _) = expr else {
         return None;
     };
     match (data_type, value) {
         (DataType::Int64, ScalarValue::Int64(Some(v))) => Some(Value::Integer(*v)),
+        (DataType::Timestamp(TimeUnit::Millisecond, _), value) => match value {
+            ScalarValue::TimestampMillisecond(Some(v), _) | ScalarValue::Int64(Some(v)) => {
+                Some(Value::Integer(*v))
+            }
+            ScalarValue::TimestampSecond(Some(v), _) => v.checked_mul(1000).map(Value::Integer),
+            _ => None,
+        },
         (DataType::Float64, ScalarValue::Float64(Some(v))) if v.is_finite() => {
             Some(Value::Real(*v))
         }
@@ -259,7 +290,7 @@ mod tests {
     use std::sync::Arc;
 
     use datafusion::arrow::datatypes::{Field, Schema};
-    use datafusion::logical_expr::{col, lit};
+    use datafusion::logical_expr::{cast, col, lit};
 
     use super::*;
 
@@ -268,7 +299,73 @@ mod tests {
             Field::new("role", DataType::Utf8, true),
             Field::new("word_count", DataType::Int64, true),
             Field::new("is_error", DataType::Boolean, true),
+            Field::new(
+                "occurred_at_ms",
+                DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+                true,
+            ),
         ]))
+    }
+
+    #[test]
+    fn time_comparisons_are_exact_integer_comparisons() {
+        let s = schema();
+        let at = |v: i64, tz: Option<&str>| {
+            lit(ScalarValue::TimestampMillisecond(
+                Some(v),
+                tz.map(Into::into),
+            ))
+        };
+        for tz in [Some("UTC"), Some("+02:00"), Some("Europe/Warsaw"), None] {
+            let e = col("occurred_at_ms").gt_eq(at(1_700_000_000_000, tz));
+            let p = classify(&e, "messages", &s).unwrap();
+            assert_eq!(p.sql, "(\"occurred_at_ms\" >= ?)");
+            assert_eq!(p.params, vec![Value::Integer(1_700_000_000_000)]);
+            assert_eq!(
+                support(&e, "messages", &s),
+                TableProviderFilterPushDown::Exact
+            );
+        }
+        let e = at(5, None).gt(col("occurred_at_ms"));
+        assert_eq!(
+            classify(&e, "messages", &s).unwrap().sql,
+            "(\"occurred_at_ms\" < ?)"
+        );
+        let e = col("occurred_at_ms").between(at(1, None), at(2, Some("UTC")));
+        let p = classify(&e, "messages", &s).unwrap();
+        assert_eq!(p.params, vec![Value::Integer(1), Value::Integer(2)]);
+        let e = col("occurred_at_ms").lt(lit(ScalarValue::TimestampSecond(Some(3), None)));
+        assert_eq!(
+            classify(&e, "messages", &s).unwrap().params,
+            vec![Value::Integer(3000)]
+        );
+        let e = col("occurred_at_ms").lt(lit(42i64));
+        assert_eq!(
+            classify(&e, "messages", &s).unwrap().params,
+            vec![Value::Integer(42)]
+        );
+        let e = col("occurred_at_ms").in_list(vec![at(1, None), at(2, None)], false);
+        assert!(classify(&e, "messages", &s).unwrap().exact);
+        // The column cast to its milliseconds, or to another zone, is still the stored integer.
+        let e = cast(col("occurred_at_ms"), DataType::Int64).gt(lit(7i64));
+        assert_eq!(
+            classify(&e, "messages", &s).unwrap().sql,
+            "(\"occurred_at_ms\" > ?)"
+        );
+        let e = cast(
+            col("occurred_at_ms"),
+            DataType::Timestamp(TimeUnit::Millisecond, Some("+01:00".into())),
+        )
+        .gt(at(7, Some("+01:00")));
+        assert!(classify(&e, "messages", &s).unwrap().exact);
+        // Finer units, and casts of other columns, are DataFusion's.
+        let e = col("occurred_at_ms").lt(lit(ScalarValue::TimestampMicrosecond(Some(3), None)));
+        assert!(classify(&e, "messages", &s).is_none());
+        let e = cast(col("word_count"), DataType::Int64).gt(lit(7i64));
+        assert!(classify(&e, "messages", &s).is_none());
+        let e = cast(col("occurred_at_ms"), DataType::Utf8).eq(lit("x"));
+        assert!(classify(&e, "messages", &s).is_none());
+        assert!(classify(&col("occurred_at_ms").like(lit("1%")), "messages", &s).is_none());
     }
 
     #[test]

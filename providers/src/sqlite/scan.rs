@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     ArrayRef, BooleanBuilder, Float64Builder, Int64Builder, StringBuilder,
+    TimestampMillisecondBuilder,
 };
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
@@ -276,6 +277,9 @@ fn finish(spec: &ScanSpec, builders: &mut [ColumnBuilder], rows: usize) -> Resul
 /// An Arrow builder for one column, tolerant of SQLite's dynamic typing.
 enum ColumnBuilder {
     Int(Int64Builder),
+    /// A time column: epoch milliseconds in SQLite, a millisecond timestamp (with the field's
+    /// time zone, UTC) in Arrow.
+    Time(TimestampMillisecondBuilder),
     Float(Float64Builder),
     Bool(BooleanBuilder),
     Text(StringBuilder),
@@ -285,6 +289,10 @@ impl ColumnBuilder {
     fn new(data_type: &DataType, capacity: usize) -> Self {
         match data_type {
             DataType::Int64 => ColumnBuilder::Int(Int64Builder::with_capacity(capacity)),
+            DataType::Timestamp(TimeUnit::Millisecond, zone) => ColumnBuilder::Time(
+                TimestampMillisecondBuilder::with_capacity(capacity)
+                    .with_timezone_opt(zone.clone()),
+            ),
             DataType::Float64 => ColumnBuilder::Float(Float64Builder::with_capacity(capacity)),
             DataType::Boolean => ColumnBuilder::Bool(BooleanBuilder::with_capacity(capacity)),
             _ => ColumnBuilder::Text(StringBuilder::with_capacity(capacity, capacity * 16)),
@@ -293,14 +301,8 @@ impl ColumnBuilder {
 
     fn append(&mut self, value: ValueRef<'_>) {
         match self {
-            ColumnBuilder::Int(b) => b.append_option(match value {
-                ValueRef::Integer(i) => Some(i),
-                ValueRef::Real(r) => Some(r as i64),
-                ValueRef::Text(t) => std::str::from_utf8(t)
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok()),
-                _ => None,
-            }),
+            ColumnBuilder::Int(b) => b.append_option(integer(value)),
+            ColumnBuilder::Time(b) => b.append_option(integer(value)),
             ColumnBuilder::Float(b) => b.append_option(match value {
                 ValueRef::Integer(i) => Some(i as f64),
                 ValueRef::Real(r) => Some(r),
@@ -326,9 +328,22 @@ impl ColumnBuilder {
     fn finish(&mut self) -> ArrayRef {
         match self {
             ColumnBuilder::Int(b) => Arc::new(b.finish()),
+            ColumnBuilder::Time(b) => Arc::new(b.finish()),
             ColumnBuilder::Float(b) => Arc::new(b.finish()),
             ColumnBuilder::Bool(b) => Arc::new(b.finish()),
             ColumnBuilder::Text(b) => Arc::new(b.finish()),
         }
+    }
+}
+
+/// A stored value read as an integer (a real truncated, a numeric text parsed).
+fn integer(value: ValueRef<'_>) -> Option<i64> {
+    match value {
+        ValueRef::Integer(i) => Some(i),
+        ValueRef::Real(r) => Some(r as i64),
+        ValueRef::Text(t) => std::str::from_utf8(t)
+            .ok()
+            .and_then(|s| s.trim().parse().ok()),
+        _ => None,
     }
 }

@@ -17,7 +17,6 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use super::pushdown::{classify, support};
 use super::scan::{ScanSpec, SqliteScanExec};
 use super::schema::arrow_schema;
-use crate::schema::TABLES;
 
 /// Rows per partition below which a table is scanned by one partition.
 const ROWS_PER_PARTITION: i64 = 65_536;
@@ -32,15 +31,13 @@ pub struct SqliteTable {
 }
 
 impl SqliteTable {
-    /// The provider of `name` in the archive at `path`.
+    /// The provider of `name` (a table or view of the catalog, as `quarry_schema` declares it)
+    /// in the archive at `path`.
     pub fn open(path: &Path, name: &str) -> Result<Self> {
+        let def = quarry_schema::table(name)
+            .filter(|t| t.is_in_catalog())
+            .ok_or_else(|| DataFusionError::Plan(format!("no table {name} in the catalog")))?;
         let conn = read_only(path)?;
-        let schema = arrow_schema(&conn, name).map_err(external)?;
-        if schema.fields().is_empty() {
-            return Err(DataFusionError::Plan(format!(
-                "the archive has no table {name}"
-            )));
-        }
         let kind: Option<String> = conn
             .query_row(
                 "SELECT type FROM sqlite_schema WHERE name = ?1",
@@ -49,11 +46,16 @@ impl SqliteTable {
             )
             .optional()
             .map_err(external)?;
+        if kind.is_none() {
+            return Err(DataFusionError::Plan(format!(
+                "the archive has no table {name}"
+            )));
+        }
         Ok(SqliteTable {
             path: path.to_path_buf(),
-            name: name.to_string(),
-            schema,
-            is_view: kind.as_deref() == Some("view"),
+            name: def.name.to_string(),
+            schema: arrow_schema(def),
+            is_view: def.kind == quarry_schema::TableKind::View,
         })
     }
 
@@ -160,9 +162,10 @@ impl TableProvider for SqliteTable {
     }
 }
 
-/// Registers every table of the archive at `path` in `ctx` under its SQL name.
+/// Registers every table of the catalog (`quarry_schema::CATALOG`) of the archive at `path` in
+/// `ctx` under its SQL name.
 pub fn register_archive(ctx: &SessionContext, path: &Path) -> Result<()> {
-    for def in TABLES {
+    for def in quarry_schema::CATALOG {
         let table = SqliteTable::open(path, def.name)?;
         ctx.register_table(def.name, Arc::new(table))?;
     }

@@ -1,0 +1,154 @@
+//! Assertions: tags, notes and imported claims.
+
+use super::values::*;
+use super::{Field, FieldKind as K, Table, Unit, UnitId as U, col, declared};
+
+const ASSERTION_FIELDS: &[Field] = &[
+    Field::new(
+        "id",
+        K::Prefix,
+        col("assertion_id"),
+        "assertion id or a prefix of it",
+        "id:a1",
+    ),
+    Field::new(
+        "kind",
+        K::Equality,
+        col("kind"),
+        "assertion kind (tag, note, decision, caveat, ...)",
+        "kind:decision",
+    )
+    .group(),
+    Field::new("key", K::Equality, col("key"), "assertion key", "key:owner").group(),
+    Field::new(
+        "value",
+        K::Substring,
+        col("value"),
+        "assertion value",
+        "value:alice",
+    ),
+    Field::new(
+        "text",
+        K::Substring,
+        col("body_text"),
+        "assertion body substring",
+        "text:review",
+    ),
+    Field::new(
+        "body",
+        K::Substring,
+        col("body_text"),
+        "alias of text",
+        "body:review",
+    ),
+    Field::new(
+        "target",
+        K::Prefix,
+        col("target_ref"),
+        "ref the assertion is about",
+        "target:session:codex-session:abc",
+    )
+    .group(),
+    Field::new(
+        "target_ref",
+        K::Prefix,
+        col("target_ref"),
+        "alias of target",
+        "target_ref:session:codex-session:abc",
+    )
+    .group(),
+    Field::new(
+        "scope",
+        K::Prefix,
+        col("scope_ref"),
+        "scope ref of the assertion",
+        "scope:repo:acme",
+    )
+    .group(),
+    Field::new(
+        "scope_ref",
+        K::Prefix,
+        col("scope_ref"),
+        "alias of scope",
+        "scope_ref:repo:acme",
+    )
+    .group(),
+    Field::new(
+        "author",
+        K::Equality,
+        col("author_ref"),
+        "who wrote the assertion",
+        "author:user",
+    )
+    .group(),
+    Field::new(
+        "author_ref",
+        K::Equality,
+        col("author_ref"),
+        "alias of author",
+        "author_ref:user",
+    )
+    .group(),
+    Field::new(
+        "author_kind",
+        K::Equality,
+        col("author_kind"),
+        "kind of author (user, agent, ...)",
+        "author_kind:user",
+    )
+    .group(),
+    Field::new(
+        "status",
+        K::Enum,
+        col("status"),
+        "lifecycle status",
+        "status:active",
+    )
+    .vals(ASSERTION_STATUS)
+    .group(),
+    Field::new(
+        "visibility",
+        K::Equality,
+        col("visibility"),
+        "visibility (private, shared, ...)",
+        "visibility:private",
+    )
+    .group(),
+    Field::new(
+        "evidence",
+        K::Json,
+        col("evidence_refs"),
+        "an evidence ref of the assertion",
+        "evidence:message:abc",
+    ),
+    Field::new(
+        "time",
+        K::Date,
+        col("created_at_ms"),
+        "when the assertion was created",
+        "time >= 2026-01-01",
+    ),
+    Field::new(
+        "updated",
+        K::Date,
+        col("updated_at_ms"),
+        "when the assertion last changed",
+        "updated >= 2026-01-01",
+    ),
+];
+
+const ASSERTIONS_TABLE: &Table = declared("assertions");
+
+pub(super) const ASSERTIONS: Unit = Unit {
+    id: U::Assertions,
+    name: "assertions",
+    singular: "assertion",
+    table: ASSERTIONS_TABLE.name,
+    schema: ASSERTIONS_TABLE,
+    doc: "one tag, note or imported claim about a session or message",
+    time_column: ASSERTIONS_TABLE.time_column,
+    session_column: ASSERTIONS_TABLE.session_key,
+    fields: ASSERTION_FIELDS,
+    bracket_fields: &["kind", "status", "visibility", "author_kind"],
+    fts: false,
+};

@@ -1,0 +1,220 @@
+//! The one declaration of every table of quarry's archive: columns with their types,
+//! nullability, one-line meanings and visibility; keys, the owning-session column, links between
+//! tables, the time column, the columns a full-text index covers, and which rows a re-ingest
+//! replaces.
+//!
+//! Everything else derives from it: the providers' Arrow schemas, the ingest's `INSERT`
+//! statements, the catalog `quarry tables` lists, the column tables of `docs/tables.md`
+//! ([`markdown_columns`]), and the language's field registry. The SQLite DDL is the one other
+//! place a table is written down — as the fixed migration history — and a drift test compares
+//! a migrated archive with this declaration, column by column.
+//!
+//! The crate has no dependencies, so every other crate of the workspace can use it.
+//!
+//! ```
+//! use quarry_schema::{ColumnType, table};
+//!
+//! let messages = table("messages").expect("declared");
+//! assert_eq!(messages.session_key, Some("session_id"));
+//! assert_eq!(messages.time_column, Some("occurred_at_ms"));
+//! let at = messages.column("occurred_at_ms").expect("declared");
+//! assert_eq!(at.ty, ColumnType::Time);
+//! assert_eq!(at.ty.sql_type(), "INTEGER"); // epoch milliseconds UTC in SQLite
+//! assert!(messages.column_names().any(|c| c == "turn_committed"));
+//! assert!(!table("events_raw").expect("declared").is_visible_to_readers());
+//! ```
+
+#![warn(missing_docs)]
+
+mod markdown;
+mod tables;
+
+pub use markdown::{check_markdown_file, markdown_columns, regenerate_markdown};
+pub use tables::TABLES;
+
+/// The type of a column, as the engine sees it; SQLite stores each as [`ColumnType::sql_type`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ColumnType {
+    /// UTF-8 text.
+    Text,
+    /// A 64-bit signed integer.
+    Integer,
+    /// A 64-bit float.
+    Real,
+    /// A flag, stored in SQLite as the integer 0 or 1.
+    Boolean,
+    /// A point in time, stored in SQLite as epoch milliseconds UTC; an Arrow timestamp
+    /// (milliseconds, UTC) to the engine. Durations are [`ColumnType::Integer`].
+    Time,
+    /// Text holding a JSON document (object or array).
+    Json,
+}
+
+impl ColumnType {
+    /// The type the SQLite DDL declares for the column: `INTEGER`, `REAL` or `TEXT`.
+    pub fn sql_type(self) -> &'static str {
+        match self {
+            ColumnType::Text | ColumnType::Json => "TEXT",
+            ColumnType::Integer | ColumnType::Boolean | ColumnType::Time => "INTEGER",
+            ColumnType::Real => "REAL",
+        }
+    }
+
+    /// The type's name for people: `text`, `integer`, `real`, `boolean`, `time`, `json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ColumnType::Text => "text",
+            ColumnType::Integer => "integer",
+            ColumnType::Real => "real",
+            ColumnType::Boolean => "boolean",
+            ColumnType::Time => "time",
+            ColumnType::Json => "json",
+        }
+    }
+}
+
+/// Who may read a table or a column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Visibility {
+    /// Every scope.
+    Public,
+    /// Only the admin scope (raw payloads, bookkeeping).
+    AdminOnly,
+}
+
+/// What kind of object a table is in SQLite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TableKind {
+    /// A table of the catalog.
+    Table,
+    /// A view of the catalog (`events`).
+    View,
+    /// An FTS5 full-text index (`blocks_fts`), reached through the full-text leaves of the
+    /// language, never scanned as a table.
+    FullText,
+    /// The archive's own records (`meta`, `source_files`); not in the catalog.
+    Bookkeeping,
+}
+
+/// One column of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    /// SQL name.
+    pub name: &'static str,
+    /// Type.
+    pub ty: ColumnType,
+    /// Whether it may be NULL (the DDL has no `NOT NULL`).
+    pub nullable: bool,
+    /// One line: what the value means (Markdown, as `docs/tables.md` shows it).
+    pub doc: &'static str,
+    /// Who may read it (a column can be narrower than its table).
+    pub visibility: Visibility,
+}
+
+impl Column {
+    /// Whether every scope may read the column.
+    pub fn is_visible_to_readers(&self) -> bool {
+        self.visibility == Visibility::Public
+    }
+}
+
+/// A column naming a row of another table: `column` of this table holds `table.references`
+/// (e.g. `messages.session_id` → `sessions.session_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    /// The column of this table.
+    pub column: &'static str,
+    /// The table it points to.
+    pub table: &'static str,
+    /// The column of that table it holds.
+    pub references: &'static str,
+}
+
+/// One table (or view, or index) of the archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Table {
+    /// SQL name (underscores, as in `observed_events`).
+    pub name: &'static str,
+    /// One line: what a row is.
+    pub doc: &'static str,
+    /// Table, view, full-text index or bookkeeping.
+    pub kind: TableKind,
+    /// Columns, in the order the DDL declares them.
+    pub columns: &'static [Column],
+    /// The columns that identify a row (the primary key where the DDL declares one); empty when
+    /// rows have no identifying key (`usage`, `blocks_fts`).
+    pub key: &'static [&'static str],
+    /// The column naming the session a row belongs to (`delegations`: the parent session);
+    /// `None` for tables not owned by a session.
+    pub session_key: Option<&'static str>,
+    /// Columns holding a key of another table (parent/child links).
+    pub links: &'static [Link],
+    /// The column `time`, `sort by time` and time buckets read; `None` when rows have no time.
+    pub time_column: Option<&'static str>,
+    /// The columns a full-text index covers (on `blocks` and on its index `blocks_fts`).
+    pub fulltext: &'static [&'static str],
+    /// Who may read it; a public table may still have admin-only columns.
+    pub visibility: Visibility,
+    /// Whether a session's rows are deleted (by [`Table::session_key`]) and written again when
+    /// the file holding the session is re-ingested. `blocks_fts` is kept in step with `blocks`
+    /// by the ingest itself, so it is `false` here.
+    pub replaced_per_session: bool,
+}
+
+impl Table {
+    /// The column called `name`.
+    pub fn column(&self, name: &str) -> Option<&'static Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// Column names in declaration order.
+    pub fn column_names(&self) -> impl Iterator<Item = &'static str> + use<> {
+        let columns = self.columns;
+        columns.iter().map(|c| c.name)
+    }
+
+    /// Whether every scope may read the table: a public table or view of the catalog (not
+    /// bookkeeping, not a full-text index).
+    pub fn is_visible_to_readers(&self) -> bool {
+        self.visibility == Visibility::Public
+            && matches!(self.kind, TableKind::Table | TableKind::View)
+    }
+
+    /// Whether the table is in the catalog (`quarry tables`, the query engine): a table or view.
+    pub fn is_in_catalog(&self) -> bool {
+        matches!(self.kind, TableKind::Table | TableKind::View)
+    }
+
+    /// The full-text index over this table's [`Table::fulltext`] columns (`blocks` →
+    /// `blocks_fts`).
+    pub fn fulltext_index(&self) -> Option<&'static Table> {
+        TABLES.iter().find(|t| {
+            t.kind == TableKind::FullText && t.name.strip_suffix("_fts") == Some(self.name)
+        })
+    }
+
+    /// The columns holding a time, in declaration order.
+    pub fn time_columns(&self) -> impl Iterator<Item = &'static Column> + use<> {
+        let columns = self.columns;
+        columns.iter().filter(|c| c.ty == ColumnType::Time)
+    }
+}
+
+/// The table (or view, or index) called `name` (SQL name, underscores).
+pub fn table(name: &str) -> Option<&'static Table> {
+    TABLES.iter().find(|t| t.name == name)
+}
+
+/// The catalog: the tables and views of [`TABLES`], in catalog order (they lead the list).
+pub const CATALOG: &[Table] = TABLES.split_at(catalog_len()).0;
+
+const fn catalog_len() -> usize {
+    let mut i = 0;
+    while i < TABLES.len() && matches!(TABLES[i].kind, TableKind::Table | TableKind::View) {
+        i += 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests;
