@@ -26,7 +26,7 @@ pub mod synth;
 #[cfg(feature = "engine")]
 pub use api::{Attachment, QueryResult};
 pub use api::{
-    Caps, Completion, Error, Options, Quarry, QueryStream, ResultMeta, Semantics, Source,
+    Caps, Completion, Error, Options, Quarry, QueryStream, ResultMeta, Scope, Semantics, Source,
     SourceChoice, block_on,
 };
 /// Arrow, as the API's record batches and schemas use it.

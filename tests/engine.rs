@@ -396,27 +396,7 @@ fn day_buckets_follow_an_iana_zone() {
 #[test]
 fn full_text_leaves_fold_the_l_stroke_like_the_index() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("claude/projects/-home-dev-x/s1.jsonl");
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    let line = serde_json::json!({
-        "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": "/home/dev/x",
-        "sessionId": "0f6d8a8e-0000-4000-8000-000000000001", "version": "2.1.39",
-        "gitBranch": "main", "type": "user",
-        "message": {"role": "user", "content": "Spotkanie w Łodzi o północy"},
-        "uuid": "0f6d8a8e-0000-4000-8000-000000000002", "timestamp": "2026-01-05T09:00:00.000Z"
-    });
-    std::fs::write(&file, format!("{line}\n")).unwrap();
-    let path = dir.path().join("archive.db");
-    let mut archive = quarry_providers::Archive::open(&path).unwrap();
-    quarry::ingest::ingest(
-        &mut archive,
-        &quarry::ingest::IngestOptions {
-            paths: vec![dir.path().join("claude")],
-            owner: None,
-            progress: false,
-        },
-    )
-    .unwrap();
+    let path = one_message_archive(dir.path());
     let rt = runtime();
     let engine = engine(&path);
     let count = |query: &str| -> i64 {
@@ -447,16 +427,51 @@ fn full_text_leaves_fold_the_l_stroke_like_the_index() {
     ] {
         assert_eq!(count(query), want, "{query}");
     }
+    // The aggregate's input is counted above the re-applied exact match, not below it: the
+    // widened `LIKE` lets the one message through the scan for `ą`, the count sees none.
+    for (query, want) in [
+        ("messages where text:ą | count", 0),
+        ("messages where text:ó | count", 1),
+    ] {
+        let answer = rt
+            .block_on(engine.query_collect(query, Caps::default()))
+            .unwrap();
+        assert_eq!(answer.input_rows, Some(want), "{query}");
+    }
+}
+
+/// An archive of one Claude Code session with one user message with Polish letters.
+fn one_message_archive(dir: &Path) -> std::path::PathBuf {
+    let file = dir.join("claude/projects/-home-dev-x/s1.jsonl");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let line = serde_json::json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": "/home/dev/x",
+        "sessionId": "0f6d8a8e-0000-4000-8000-000000000001", "version": "2.1.39",
+        "gitBranch": "main", "type": "user",
+        "message": {"role": "user", "content": "Spotkanie w Łodzi o północy"},
+        "uuid": "0f6d8a8e-0000-4000-8000-000000000002", "timestamp": "2026-01-05T09:00:00.000Z"
+    });
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    let path = dir.join("archive.db");
+    let mut archive = quarry_providers::Archive::open(&path).unwrap();
+    quarry::ingest::ingest(
+        &mut archive,
+        &quarry::ingest::IngestOptions {
+            paths: vec![dir.join("claude")],
+            owner: None,
+            progress: false,
+        },
+    )
+    .unwrap();
+    path
 }
 
 #[cfg(unix)]
 #[test]
 fn exports_get_the_ordinary_mode_of_a_new_file() {
     use std::os::unix::fs::PermissionsExt;
-    let Some(archive) = corpus_archive() else {
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
+    let archive = one_message_archive(dir.path());
     // Streamed (parquet, csv) and whole-file (json) exports, each under umask 022.
     for name in ["roles.parquet", "roles.csv", "roles.json"] {
         let path = dir.path().join(name);

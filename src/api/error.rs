@@ -8,7 +8,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The query does not parse or resolve: diagnostics with spans and corrections.
-    #[error("invalid query")]
+    #[error("{0}")]
     Query(quarry_grammar::Diagnostics),
     /// A `near:` / `semantic:` leaf: the archive has no vector index.
     #[error(

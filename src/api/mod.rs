@@ -48,6 +48,8 @@ pub struct Options {
     pub tz: Option<String>,
     /// Which storage answers queries.
     pub source: SourceChoice,
+    /// Which tables, columns and sessions the session may see.
+    pub scope: Scope,
 }
 
 impl Options {
@@ -58,6 +60,7 @@ impl Options {
             memory_limit: None,
             tz: None,
             source: SourceChoice::default(),
+            scope: Scope::default(),
         }
     }
 }
@@ -69,6 +72,15 @@ pub enum SourceChoice {
     /// The SQLite archive.
     #[default]
     Sqlite,
+}
+
+/// What a session may see. Only `Admin` (everything) exists today; reader scopes, decided before
+/// planning, come with read-only SQL.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// Every table and column.
+    #[default]
+    Admin,
 }
 
 /// The storage an answer was read from (the envelope's `source`).
@@ -218,7 +230,10 @@ impl QueryStream {
 }
 
 /// Runs `future` to completion on a multi-threaded runtime made for it: the way a synchronous
-/// caller (the command line, a test) drives the async API.
+/// caller (the command line, a test) drives the async API. The runtime ends with the call, so
+/// consume a [`QueryStream`] inside the same future that made it (as `query_collect` does, or
+/// `output::write`); an async caller (a server) awaits the API on its own runtime instead, and
+/// must not call this from inside it.
 pub fn block_on<F: Future>(future: F) -> Result<F::Output, Error> {
     #[cfg(feature = "engine")]
     {

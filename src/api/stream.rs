@@ -25,8 +25,6 @@ pub struct QueryStream {
     limit: Option<usize>,
     rows: usize,
     truncated: bool,
-    /// The cap was reached but the aggregate's input is still being counted.
-    draining: bool,
     counter: Option<RowCounter>,
     attached: Attached,
     ended: bool,
@@ -91,7 +89,6 @@ impl QueryStream {
             limit,
             rows: 0,
             truncated: false,
-            draining: false,
             counter,
             attached,
             ended: false,
@@ -168,12 +165,13 @@ impl Stream for QueryStream {
                     return Poll::Ready(None);
                 }
                 Poll::Ready(Some(Err(e))) => {
-                    this.end();
-                    return Poll::Ready(Some(Err(e.into())));
+                    // A failed answer has no completion.
+                    this.inner = None;
+                    return Poll::Ready(Some(Err(crate::engine::engine_error(e))));
                 }
                 Poll::Ready(Some(Ok(batch))) => batch,
             };
-            if this.draining || batch.num_rows() == 0 {
+            if batch.num_rows() == 0 {
                 continue;
             }
             let room = this
@@ -183,21 +181,15 @@ impl Stream for QueryStream {
                 this.rows += batch.num_rows();
                 return Poll::Ready(Some(Ok(batch)));
             }
-            // The cap cuts this batch. An aggregate's input count is final only once its plan
-            // has run to the end, so keep pulling (and dropping) what remains.
+            // The cap cuts this batch: the rest is not wanted. (An aggregate's input count is
+            // already complete: it read its whole input before its first group.)
             this.truncated = true;
-            if this.counter.is_some() {
-                this.draining = true;
-            } else {
-                this.end();
-            }
-            if room > 0 {
-                this.rows += room;
-                return Poll::Ready(Some(Ok(batch.slice(0, room))));
-            }
-            if !this.draining {
+            this.end();
+            if room == 0 {
                 return Poll::Ready(None);
             }
+            this.rows += room;
+            return Poll::Ready(Some(Ok(batch.slice(0, room))));
         }
     }
 }

@@ -23,39 +23,36 @@ use crate::lower::clock::{Clock, ClockError};
 use crate::lower::tables::Tables;
 use crate::lower::{LowerError, lower};
 
-impl From<DataFusionError> for Error {
-    fn from(e: DataFusionError) -> Self {
-        match e.find_root() {
-            DataFusionError::ResourcesExhausted(message) => {
-                // DataFusion lists the top consumers first; the allocation that failed is last.
-                let failed = message
-                    .rsplit("Error: ")
-                    .next()
-                    .unwrap_or(message)
-                    .trim()
-                    .trim_end_matches('.');
-                Error::MemoryLimit(failed.to_string())
-            }
-            _ => Error::Execution(e.to_string()),
+/// A DataFusion failure as the library's error: running out of the memory pool is
+/// [`Error::MemoryLimit`], anything else [`Error::Execution`]. (A function rather than a `From`
+/// impl, so no DataFusion type shows in the public API.)
+pub(crate) fn engine_error(e: DataFusionError) -> Error {
+    match e.find_root() {
+        DataFusionError::ResourcesExhausted(message) => {
+            // DataFusion lists the top consumers first; the allocation that failed is last.
+            let failed = message
+                .rsplit("Error: ")
+                .next()
+                .unwrap_or(message)
+                .trim()
+                .trim_end_matches('.');
+            Error::MemoryLimit(failed.to_string())
         }
+        _ => Error::Execution(e.to_string()),
     }
 }
 
-impl From<LowerError> for Error {
-    fn from(e: LowerError) -> Self {
-        match e {
-            LowerError::EmbeddingsUnavailable => Error::EmbeddingsUnavailable,
-            LowerError::LaneUnavailable(lane) => Error::LaneUnavailable(lane),
-            LowerError::Plan(message) => Error::Unplannable(message),
-            LowerError::DataFusion(e) => Error::Unplannable(e.to_string()),
-        }
+fn lower_error(e: LowerError) -> Error {
+    match e {
+        LowerError::EmbeddingsUnavailable => Error::EmbeddingsUnavailable,
+        LowerError::LaneUnavailable(lane) => Error::LaneUnavailable(lane),
+        LowerError::Plan(message) => Error::Unplannable(message),
+        LowerError::DataFusion(e) => Error::Unplannable(e.to_string()),
     }
 }
 
-impl From<ClockError> for Error {
-    fn from(e: ClockError) -> Self {
-        Error::Setting(e.0)
-    }
+fn clock_error(e: ClockError) -> Error {
+    Error::Setting(e.0)
 }
 
 /// The engine over one archive.
@@ -63,7 +60,6 @@ pub struct Engine {
     ctx: SessionContext,
     clock: Clock,
     path: PathBuf,
-    generation: i64,
 }
 
 impl Engine {
@@ -73,9 +69,8 @@ impl Engine {
         if !path.exists() {
             return Err(Error::MissingArchive(path.clone()));
         }
-        let generation = quarry_providers::Archive::open_read_only(path)
-            .and_then(|archive| archive.generation())
-            .map_err(|e| Error::Execution(e.to_string()))?;
+        // Fails early on a file that is not an archive.
+        read_generation(path)?;
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = options.memory_limit {
             // A fair pool: spilling operators (sorts, aggregates) share what the others leave,
@@ -89,18 +84,17 @@ impl Engine {
         }
         let state = SessionStateBuilder::new()
             .with_config(SessionConfig::new().with_information_schema(true))
-            .with_runtime_env(runtime.build_arc()?)
+            .with_runtime_env(runtime.build_arc().map_err(engine_error)?)
             .with_default_features()
             .with_query_planner(Arc::new(QuarryQueryPlanner))
             .build();
         let ctx = SessionContext::new_with_state(state);
         quarry_udf::functions::register_all(&ctx);
-        quarry_providers::sqlite::register_archive(&ctx, path)?;
+        quarry_providers::sqlite::register_archive(&ctx, path).map_err(engine_error)?;
         Ok(Engine {
             ctx,
-            clock: Clock::from_env(options.tz.as_deref())?,
+            clock: Clock::from_env(options.tz.as_deref()).map_err(clock_error)?,
             path: path.clone(),
-            generation,
         })
     }
 
@@ -113,14 +107,12 @@ impl Engine {
     /// on the way), what the answer is, and the plans of attached rows.
     async fn plan(&self, query: &str) -> Result<Planned, Error> {
         let resolved = quarry_grammar::check(query).map_err(Error::Query)?;
-        let tables = Tables::load(&self.ctx).await?;
-        let lowered = lower(&resolved, &tables, &self.clock)?;
+        let tables = Tables::load(&self.ctx).await.map_err(engine_error)?;
+        let lowered = lower(&resolved, &tables, &self.clock).map_err(lower_error)?;
         let (plan, counter) = if lowered.input.is_some() {
             let counter = RowCounter::default();
-            (
-                count_aggregate_input(lowered.plan, &counter)?,
-                Some(counter),
-            )
+            let plan = count_aggregate_input(lowered.plan, &counter).map_err(engine_error)?;
+            (plan, Some(counter))
         } else {
             (lowered.plan, None)
         };
@@ -129,7 +121,7 @@ impl Engine {
             semantics: resolved.semantics,
             exact: true,
             source: Source::Sqlite,
-            generation: self.generation,
+            generation: read_generation(&self.path)?,
             skipped_partitions: 0,
             aggregate: counter.is_some(),
         };
@@ -148,13 +140,15 @@ impl Engine {
     pub async fn query(&self, query: &str, caps: Caps) -> Result<QueryStream, Error> {
         let planned = self.plan(query).await?;
         // One row more than the cap tells whether the cap cut anything.
-        let plan = with_caps(planned.plan, caps)?;
+        let plan = with_caps(planned.plan, caps).map_err(engine_error)?;
         let stream = self
             .ctx
             .execute_logical_plan(plan)
-            .await?
+            .await
+            .map_err(engine_error)?
             .execute_stream()
-            .await?;
+            .await
+            .map_err(engine_error)?;
         Ok(QueryStream::new(
             planned.meta,
             stream,
@@ -167,10 +161,14 @@ impl Engine {
     /// The logical and physical plans of `query`, as DataFusion prints them.
     pub async fn explain(&self, query: &str) -> Result<String, Error> {
         let planned = self.plan(query).await?;
-        let df = self.ctx.execute_logical_plan(planned.plan).await?;
-        let explained = df.explain(false, false)?.collect().await?;
+        let explained = async {
+            let df = self.ctx.execute_logical_plan(planned.plan).await?;
+            df.explain(false, false)?.collect().await
+        }
+        .await
+        .map_err(engine_error)?;
         let text = datafusion::arrow::util::pretty::pretty_format_batches(&explained)
-            .map_err(DataFusionError::from)?
+            .map_err(|e| Error::Execution(e.to_string()))?
             .to_string();
         Ok(text)
     }
@@ -200,12 +198,16 @@ impl Attached {
     pub async fn collect(self) -> Result<Vec<Attachment>, Error> {
         let mut out = Vec::with_capacity(self.plans.len());
         for (unit, plan) in self.plans {
-            let df = self.ctx.execute_logical_plan(plan).await?;
+            let df = self
+                .ctx
+                .execute_logical_plan(plan)
+                .await
+                .map_err(engine_error)?;
             let schema = Arc::new(df.schema().as_arrow().clone());
             out.push(Attachment {
                 unit: unit.to_string(),
                 schema,
-                batches: df.collect().await?,
+                batches: df.collect().await.map_err(engine_error)?,
             });
         }
         Ok(out)
@@ -213,7 +215,10 @@ impl Attached {
 }
 
 /// `plan` with the aggregate of its main chain (the first one met walking down first inputs)
-/// reading its input through a [`CountRows`] node.
+/// reading its input through a [`CountRows`] node. The count is complete when the answer's
+/// stream ends, even if a cap or a `| limit` stops it early: the aggregate is a hash aggregate
+/// (the scans declare no order, so DataFusion never streams groups), which reads all of its
+/// input before it emits a group.
 fn count_aggregate_input(
     plan: LogicalPlan,
     counter: &RowCounter,
@@ -231,6 +236,13 @@ fn count_aggregate_input(
     }
     let input = count_aggregate_input(inputs[0].clone(), counter)?;
     plan.with_new_exprs(plan.expressions(), vec![input])
+}
+
+/// The archive's generation now (it grows with every ingest that changed something).
+fn read_generation(path: &Path) -> Result<i64, Error> {
+    quarry_providers::Archive::open_read_only(path)
+        .and_then(|archive| archive.generation())
+        .map_err(|e| Error::Execution(format!("cannot read the archive {}: {e}", path.display())))
 }
 
 /// `plan` under the caller's caps, fetching one row beyond the limit.
