@@ -27,6 +27,14 @@ pub enum Error {
     /// There is no archive where one was expected.
     #[error("no archive at {}: run `quarry ingest` first", .0.display())]
     MissingArchive(PathBuf),
+    /// The archive could not be opened or read (not an archive, corrupt, unreadable).
+    #[error("cannot read the archive {}: {message}", .path.display())]
+    Archive {
+        /// The archive file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
     /// The query needs more memory than the limit allows, even spilling to disk.
     #[error(
         "the query needs more memory than --memory-limit allows, even spilling to disk: {0}; raise --memory-limit, or narrow the query (a where, fewer groups or columns)"
@@ -65,6 +73,7 @@ impl Error {
             Error::Unplannable(_) => "unplannable",
             Error::Setting(_) => "invalid_setting",
             Error::MissingArchive(_) => "missing_archive",
+            Error::Archive { .. } => "archive_unreadable",
             Error::MemoryLimit(_) => "memory_limit",
             Error::NotStreamable(_) => "not_streamable",
             Error::Write { .. } => "write_failed",

@@ -242,7 +242,10 @@ fn count_aggregate_input(
 fn read_generation(path: &Path) -> Result<i64, Error> {
     quarry_providers::Archive::open_read_only(path)
         .and_then(|archive| archive.generation())
-        .map_err(|e| Error::Execution(format!("cannot read the archive {}: {e}", path.display())))
+        .map_err(|e| Error::Archive {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
 }
 
 /// `plan` under the caller's caps, fetching one row beyond the limit.
