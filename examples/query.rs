@@ -32,10 +32,10 @@ fn run(archive: &str, query: &str) -> Result<(), quarry::Error> {
         println!("{row}");
     }
     println!(
-        "{} rows of {} ({:?}, exact: {}, source: {}, generation {}), input rows: {}",
+        "{} rows of {} ({}, exact: {}, source: {}, generation {}), input rows: {}",
         answer.num_rows(),
         answer.meta.unit,
-        answer.meta.semantics,
+        serde_json::to_value(answer.meta.semantics).unwrap_or_default(),
         answer.meta.exact,
         answer.meta.source.name(),
         answer.meta.generation,

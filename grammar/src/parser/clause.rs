@@ -24,16 +24,7 @@ impl Parser<'_> {
                 let op = *op;
                 self.bump();
                 let value = self.value()?;
-                let whole = span.to(value.span);
-                Ok(field_expr(
-                    field,
-                    FieldTest::Compare {
-                        op,
-                        value,
-                        compact: true,
-                    },
-                    whole,
-                ))
+                Ok(compare_expr(field, span, op, value, true))
             }
             TokenKind::LParen if attached => self.alternatives(field, span),
             TokenKind::Str(s) if attached => {
@@ -177,16 +168,7 @@ impl Parser<'_> {
             let example = field_example_value(name);
             d.replace(self.q, span, &format!("{name}:{example}"))
         })?;
-        let whole = span.to(value.span);
-        Ok(field_expr(
-            field,
-            FieldTest::Compare {
-                op,
-                value,
-                compact: false,
-            },
-            whole,
-        ))
+        Ok(compare_expr(field, span, op, value, false))
     }
 
     pub(super) fn between(&mut self, name: &str, span: Span) -> PResult<Expr> {
@@ -203,4 +185,11 @@ impl Parser<'_> {
         let whole = span.to(high.span);
         Ok(field_expr(field, FieldTest::Between { low, high }, whole))
     }
+}
+
+/// `field OP value`: compact (`f:>=3`) or readable (`f >= 3`), spanning from the field to the
+/// value.
+fn compare_expr(field: FieldRef, span: Span, op: CmpOp, value: Value, compact: bool) -> Expr {
+    let whole = span.to(value.span);
+    field_expr(field, FieldTest::Compare { op, value, compact }, whole)
 }
