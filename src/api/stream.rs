@@ -121,6 +121,13 @@ impl QueryStream {
         })
     }
 
+    /// The completion of a stream that has been read to its end (an error if it has not: an
+    /// encoder asks only after its last batch).
+    pub(crate) fn finished(&self) -> Result<Completion, Error> {
+        self.completion()
+            .ok_or_else(|| Error::Execution("the answer's stream did not end".into()))
+    }
+
     /// The next batch, `None` at the end.
     pub async fn next_batch(&mut self) -> Option<Result<RecordBatch, Error>> {
         self.next().await

@@ -261,6 +261,13 @@ impl Failure {
             message: message.to_string(),
         }
     }
+    /// A failure whose message was already written (a rendered diagnostic).
+    fn silent(code: u8) -> Self {
+        Failure {
+            code,
+            message: String::new(),
+        }
+    }
 }
 
 /// Runs the command line and returns the process exit code.
@@ -455,10 +462,6 @@ fn options(cli: &Cli) -> Result<Options, Failure> {
 /// (or as JSON), a planning refusal as a diagnostic, anything else as a message; exit 2 for a
 /// usage error, 1 for a failure while running.
 fn failure(query: &str, e: Error, json: bool) -> Failure {
-    let silent = |code| Failure {
-        code,
-        message: String::new(),
-    };
     match e {
         Error::Query(diagnostics) => {
             if json {
@@ -469,14 +472,14 @@ fn failure(query: &str, e: Error, json: bool) -> Failure {
                     quarry_grammar::render(query, &diagnostics, stderr_color())
                 );
             }
-            silent(2)
+            Failure::silent(2)
         }
         e if e.is_plan_refusal() && json => {
             emit(&format!(
                 "{}\n",
                 serde_json::json!({"diagnostics": [{"code": e.code(), "message": e.to_string()}]})
             ));
-            silent(2)
+            Failure::silent(2)
         }
         e if e.is_usage() => Failure::usage(e),
         e => Failure::runtime(e),
@@ -592,14 +595,7 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
 fn exit_with(code: i32) -> Result<(), Failure> {
     match code {
         0 => Ok(()),
-        2 => Err(Failure {
-            code: 2,
-            message: String::new(),
-        }),
-        other => Err(Failure {
-            code: other.clamp(1, 255) as u8,
-            message: String::new(),
-        }),
+        other => Err(Failure::silent(other.clamp(1, 255) as u8)),
     }
 }
 

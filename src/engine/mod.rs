@@ -109,7 +109,7 @@ impl Engine {
         let resolved = quarry_grammar::check(query).map_err(Error::Query)?;
         let tables = Tables::load(&self.ctx).await.map_err(engine_error)?;
         let lowered = lower(&resolved, &tables, &self.clock).map_err(lower_error)?;
-        let (plan, counter) = if lowered.input.is_some() {
+        let (plan, counter) = if lowered.aggregated {
             let counter = RowCounter::default();
             let plan = count_aggregate_input(lowered.plan, &counter).map_err(engine_error)?;
             (plan, Some(counter))

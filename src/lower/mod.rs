@@ -58,13 +58,13 @@ pub fn session_key(unit: UnitId) -> Option<&'static str> {
     }
 }
 
-/// A lowered query: the main plan, the plan of its rows before aggregation (for `input_rows`),
-/// and the plans of attached rows (`with` projections).
+/// A lowered query: the main plan, whether it aggregates (so the engine counts the aggregate's
+/// input), and the plans of attached rows (`with` projections).
 pub struct Lowered {
     /// The result rows.
     pub plan: LogicalPlan,
-    /// The rows an aggregate reduces (aggregate queries only).
-    pub input: Option<LogicalPlan>,
+    /// Whether the plan's main chain ends in an aggregate.
+    pub aggregated: bool,
     /// Attached rows per projection: (unit name, plan with a `session_id` column).
     pub attachments: Vec<(&'static str, LogicalPlan)>,
 }
@@ -77,7 +77,6 @@ pub fn lower(resolved: &Resolved, tables: &Tables, clock: &Clock) -> Result<Lowe
     let mut builder = tables.scan(def.table)?;
     let mut group: Option<Vec<GroupKey>> = None;
     let mut aggregated = false;
-    let mut input = None;
     let mut offset = 0usize;
     let mut limit: Option<usize> = None;
     let mut attachments = Vec::new();
@@ -115,7 +114,6 @@ pub fn lower(resolved: &Resolved, tables: &Tables, clock: &Clock) -> Result<Lowe
                     builder = join_sessions(builder, tables, unit, &session_columns)?;
                     joined_sessions = true;
                 }
-                input = Some(builder.clone().build()?);
                 let keys = group.take().unwrap_or_default();
                 let group_exprs = keys
                     .iter()
@@ -185,7 +183,7 @@ pub fn lower(resolved: &Resolved, tables: &Tables, clock: &Clock) -> Result<Lowe
     }
     Ok(Lowered {
         plan: builder.build()?,
-        input,
+        aggregated,
         attachments,
     })
 }

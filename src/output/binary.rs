@@ -10,6 +10,7 @@ use datafusion::parquet::file::properties::WriterProperties;
 use futures::StreamExt;
 
 use super::Destination;
+use super::destination::write_error;
 use crate::api::{Completion, Error, QueryStream, ResultMeta};
 use crate::format::Format;
 
@@ -28,10 +29,7 @@ pub async fn write(
 ) -> Result<Completion, Error> {
     let schema = stream.schema();
     let label = destination.label().to_string();
-    let failed = |e: &dyn std::fmt::Display| Error::Write {
-        path: label.clone(),
-        message: e.to_string(),
-    };
+    let failed = write_error(&label);
     if format == Format::Parquet {
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
@@ -42,7 +40,7 @@ pub async fn write(
         while let Some(batch) = stream.next().await {
             writer.write(&batch?).map_err(|e| failed(&e))?;
         }
-        let completion = ended(&stream)?;
+        let completion = stream.finished()?;
         writer.append_key_value_metadata(KeyValue::new(
             METADATA_KEY.to_string(),
             metadata(stream.meta(), &completion),
@@ -54,17 +52,11 @@ pub async fn write(
         while let Some(batch) = stream.next().await {
             writer.write(&batch?).map_err(|e| failed(&e))?;
         }
-        let completion = ended(&stream)?;
+        let completion = stream.finished()?;
         writer.write_metadata(METADATA_KEY, metadata(stream.meta(), &completion));
         writer.finish().map_err(|e| failed(&e))?;
         Ok(completion)
     }
-}
-
-fn ended(stream: &QueryStream) -> Result<Completion, Error> {
-    stream
-        .completion()
-        .ok_or_else(|| Error::Execution("the answer's stream did not end".into()))
 }
 
 /// The answer's metadata as the JSON a file carries: what was known up front and at the end.

@@ -35,6 +35,15 @@ pub fn format_for_path(path: &Path) -> Result<Format, Error> {
     })
 }
 
+/// Turns a writer's failure into the error of writing to `label` (for encoders, whose writer
+/// holds the destination while they report).
+pub(crate) fn write_error(label: &str) -> impl Fn(&dyn std::fmt::Display) -> Error + '_ {
+    move |e| Error::Write {
+        path: label.to_string(),
+        message: e.to_string(),
+    }
+}
+
 /// Standard output that remembers whether the reader went away (`quarry ... | head`).
 struct Stdout {
     closed: bool,
@@ -129,10 +138,7 @@ impl Destination {
 
     /// The error of a failed write here.
     pub fn error(&self, e: impl std::fmt::Display) -> Error {
-        Error::Write {
-            path: self.label.clone(),
-            message: e.to_string(),
-        }
+        write_error(&self.label)(&e)
     }
 
     /// Writes all of `text` (nothing, without error, once standard output's reader is gone).

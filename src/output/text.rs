@@ -6,7 +6,10 @@ use datafusion::arrow::json::writer::LineDelimited;
 use datafusion::arrow::json::{LineDelimitedWriter, WriterBuilder as JsonWriterBuilder};
 use futures::StreamExt;
 
+use datafusion::arrow::record_batch::RecordBatch;
+
 use super::Destination;
+use super::destination::write_error;
 use crate::api::{Completion, Error, QueryStream};
 use crate::format::Format;
 
@@ -17,10 +20,7 @@ pub async fn write(
     destination: &mut Destination,
 ) -> Result<Completion, Error> {
     let label = destination.label().to_string();
-    let failed = |e: &dyn std::fmt::Display| Error::Write {
-        path: label.clone(),
-        message: e.to_string(),
-    };
+    let failed = write_error(&label);
     if format == Format::Csv {
         let mut writer = CsvWriterBuilder::new()
             .with_header(true)
@@ -30,15 +30,10 @@ pub async fn write(
             writer.write(&batch?).map_err(|e| failed(&e))?;
             wrote_any = true;
         }
-        // `write` flushes every batch; dropping the writer releases the destination.
-        drop(writer);
         if !wrote_any {
-            // No batch, no header from the writer: the header alone says what the columns are.
-            let schema = stream.schema();
-            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            destination
-                .write_text(&(csv_line(&names) + "\n"))
-                .map_err(|e| failed(&e))?;
+            // No rows: the header alone says what the columns are.
+            let empty = RecordBatch::new_empty(stream.schema());
+            writer.write(&empty).map_err(|e| failed(&e))?;
         }
     } else {
         let mut writer: LineDelimitedWriter<&mut Destination> = JsonWriterBuilder::new()
@@ -49,22 +44,5 @@ pub async fn write(
         }
         writer.finish().map_err(|e| failed(&e))?;
     }
-    stream
-        .completion()
-        .ok_or_else(|| Error::Execution("the answer's stream did not end".into()))
-}
-
-/// One CSV line of `fields`, quoted where a field needs it.
-fn csv_line(fields: &[&str]) -> String {
-    fields
-        .iter()
-        .map(|f| {
-            if f.contains([',', '"', '\n', '\r']) {
-                format!("\"{}\"", f.replace('"', "\"\""))
-            } else {
-                (*f).to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    stream.finished()
 }
