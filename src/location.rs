@@ -24,3 +24,19 @@ pub fn os_user() -> Option<String> {
         .ok()
         .filter(|u| !u.is_empty())
 }
+
+/// This host's name, the default machine of ingested files: the kernel's host name (Linux),
+/// else `$HOSTNAME` / `$COMPUTERNAME`.
+pub fn host_name() -> Option<String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::env::var("HOSTNAME")
+                .or_else(|_| std::env::var("COMPUTERNAME"))
+                .ok()
+                .filter(|h| !h.is_empty())
+        })
+}

@@ -588,6 +588,7 @@ fn ingest(dir: &Path, paths: Vec<PathBuf>) -> PathBuf {
             paths,
             owner: Some("test".into()),
             progress: false,
+            ..Default::default()
         },
     )
     .unwrap();

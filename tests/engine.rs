@@ -460,6 +460,7 @@ fn one_message_archive(dir: &Path) -> std::path::PathBuf {
             paths: vec![dir.join("claude")],
             owner: None,
             progress: false,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -16,3 +16,4 @@ mod oracle;
 mod scale;
 mod support;
 mod synth;
+mod usage_cases;

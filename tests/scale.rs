@@ -35,6 +35,7 @@ fn archive(dir: &tempfile::TempDir) -> PathBuf {
             paths: vec![corpus],
             owner: None,
             progress: false,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -12,5 +12,6 @@ pub mod sqlite;
 
 pub use archive::{Archive, ArchiveError, TableInfo, bump_generation, read_generation};
 pub use schema::{
-    SCHEMA_VERSION, StatementError, fulltext_insert_statement, insert_statement, upsert_statement,
+    AFFECTED_TABLES, RESOLVE_USAGE, SCHEMA_VERSION, StatementError, fulltext_insert_statement,
+    insert_statement, upsert_statement,
 };

@@ -9,10 +9,10 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1];
+pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 
 const MIGRATION_1: &str = r#"
 CREATE TABLE meta (
@@ -278,6 +278,153 @@ CREATE TABLE usage (
 CREATE INDEX usage_session ON usage (session_id);
 "#;
 
+/// Version 2: usage counted once across the archive (`usage_records` → `usage` keyed by
+/// `response_key`, `recorded_via`, `record_count`), the 5-minute / 1-hour cache-write split, the
+/// machine a file was read on, copies of session files. Rows written by version 1 move over as
+/// one record per usage row (5-minute writes, the default lifetime), and `meta.rederive` asks
+/// the next ingest (or `quarry reindex`) to re-derive transcript sessions from `events_raw`
+/// under the new rules.
+const MIGRATION_2: &str = r#"
+ALTER TABLE sessions ADD COLUMN cache_write_5m_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN cache_write_1h_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN machine TEXT;
+UPDATE sessions SET cache_write_5m_tokens = cache_write_tokens;
+
+ALTER TABLE messages ADD COLUMN cache_write_5m_tokens INTEGER;
+ALTER TABLE messages ADD COLUMN cache_write_1h_tokens INTEGER;
+UPDATE messages SET cache_write_5m_tokens = cache_write_tokens, cache_write_1h_tokens = 0
+    WHERE cache_write_tokens IS NOT NULL;
+
+ALTER TABLE source_files ADD COLUMN machine TEXT;
+ALTER TABLE source_files ADD COLUMN copy_of TEXT;
+
+CREATE TABLE usage_records (
+    session_id             TEXT NOT NULL,
+    response_key           TEXT NOT NULL,
+    recorded_via           TEXT NOT NULL,
+    subagent_session_id    TEXT,
+    message_id             TEXT,
+    request_id             TEXT,
+    model                  TEXT,
+    input_tokens           INTEGER NOT NULL,
+    output_tokens          INTEGER NOT NULL,
+    reasoning_tokens       INTEGER,
+    cache_read_tokens      INTEGER NOT NULL,
+    cache_write_tokens     INTEGER NOT NULL,
+    cache_write_5m_tokens  INTEGER NOT NULL,
+    cache_write_1h_tokens  INTEGER NOT NULL,
+    occurred_at_ms         INTEGER,
+    turn_id                TEXT,
+    turn_committed         INTEGER,
+    seq                    INTEGER NOT NULL,
+    PRIMARY KEY (session_id, response_key, recorded_via)
+);
+CREATE INDEX usage_records_key ON usage_records (response_key);
+CREATE INDEX usage_records_subagent ON usage_records (subagent_session_id)
+    WHERE subagent_session_id IS NOT NULL;
+
+INSERT INTO usage_records
+SELECT session_id, session_id || '#u' || rowid, 'transcript', NULL, message_id, request_id,
+       model, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens,
+       cache_write_tokens, cache_write_tokens, 0, occurred_at_ms, turn_id, turn_committed, rowid
+FROM usage;
+DROP TABLE usage;
+
+CREATE TABLE usage (
+    session_id             TEXT NOT NULL,
+    response_key           TEXT PRIMARY KEY,
+    message_id             TEXT,
+    request_id             TEXT,
+    model                  TEXT,
+    input_tokens           INTEGER NOT NULL,
+    output_tokens          INTEGER NOT NULL,
+    reasoning_tokens       INTEGER,
+    cache_read_tokens      INTEGER NOT NULL,
+    cache_write_tokens     INTEGER NOT NULL,
+    cache_write_5m_tokens  INTEGER NOT NULL,
+    cache_write_1h_tokens  INTEGER NOT NULL,
+    occurred_at_ms         INTEGER,
+    turn_id                TEXT,
+    turn_committed         INTEGER,
+    recorded_via           TEXT NOT NULL,
+    record_count           INTEGER NOT NULL
+);
+CREATE INDEX usage_session ON usage (session_id);
+INSERT INTO usage
+SELECT session_id, response_key, message_id, request_id, model, input_tokens, output_tokens,
+       reasoning_tokens, cache_read_tokens, cache_write_tokens, cache_write_5m_tokens,
+       cache_write_1h_tokens, occurred_at_ms, turn_id, turn_committed, recorded_via, 1
+FROM usage_records;
+
+INSERT INTO meta (key, value) VALUES ('rederive', 'pending')
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+"#;
+
+/// Creates (once per connection) and empties the temporary tables [`RESOLVE_USAGE`] reads: the
+/// response keys whose `usage` row must be resolved again, and sessions whose token sums must be
+/// summed again whether or not they own one of those keys (a session just written).
+pub const AFFECTED_TABLES: &str = "
+CREATE TEMP TABLE IF NOT EXISTS affected_keys (key TEXT PRIMARY KEY);
+CREATE TEMP TABLE IF NOT EXISTS affected_sessions (session_id TEXT PRIMARY KEY);
+DELETE FROM temp.affected_keys;
+DELETE FROM temp.affected_sessions;";
+
+/// Re-resolves the `usage` rows of every key in `temp.affected_keys` from `usage_records`, and
+/// the token sums of every session that owned or now owns one of them (plus the sessions listed
+/// in `temp.affected_sessions`). The rule (docs/accounting.md): one row per response key; the
+/// owner is the earliest session (by `created_at`, then id) with a transcript record, else —
+/// for a response only progress records carry — the subagent's session when it is in the
+/// archive, else the earliest recording session; each token count is the largest over the
+/// records, and the 1-hour cache writes never exceed the total (the rest are 5-minute).
+pub const RESOLVE_USAGE: &str = "
+INSERT OR IGNORE INTO temp.affected_sessions
+    SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys);
+DELETE FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys);
+INSERT INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
+                   output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
+                   cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
+                   turn_committed, recorded_via, record_count)
+SELECT owner, response_key,
+       CASE WHEN owner = session_id THEN message_id END, request_id, model,
+       max_input, max_output, max_reasoning, max_cache_read, max_cache_write,
+       max_cache_write - MIN(max_cache_write_1h, max_cache_write), MIN(max_cache_write_1h, max_cache_write),
+       occurred_at_ms,
+       CASE WHEN owner = session_id THEN turn_id END,
+       CASE WHEN owner = session_id THEN turn_committed END,
+       recorded_via, record_count
+FROM (
+    SELECT r.*,
+           CASE WHEN r.recorded_via = 'progress' AND r.subagent_session_id IS NOT NULL
+                     AND EXISTS (SELECT 1 FROM sessions c WHERE c.session_id = r.subagent_session_id)
+                THEN r.subagent_session_id ELSE r.session_id END AS owner,
+           ROW_NUMBER() OVER (PARTITION BY r.response_key
+                              ORDER BY r.recorded_via = 'progress', s.created_at IS NULL,
+                                       s.created_at, r.session_id, r.seq) AS rank,
+           MAX(r.input_tokens) OVER k AS max_input,
+           MAX(r.output_tokens) OVER k AS max_output,
+           MAX(r.reasoning_tokens) OVER k AS max_reasoning,
+           MAX(r.cache_read_tokens) OVER k AS max_cache_read,
+           MAX(r.cache_write_tokens) OVER k AS max_cache_write,
+           MAX(r.cache_write_1h_tokens) OVER k AS max_cache_write_1h,
+           COUNT(*) OVER k AS record_count
+    FROM usage_records r LEFT JOIN sessions s ON s.session_id = r.session_id
+    WHERE r.response_key IN (SELECT key FROM temp.affected_keys)
+    WINDOW k AS (PARTITION BY r.response_key)
+)
+WHERE rank = 1;
+INSERT OR IGNORE INTO temp.affected_sessions
+    SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys);
+UPDATE sessions SET
+    input_tokens = COALESCE((SELECT SUM(input_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
+    output_tokens = COALESCE((SELECT SUM(output_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
+    cache_read_tokens = COALESCE((SELECT SUM(cache_read_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
+    cache_write_tokens = COALESCE((SELECT SUM(cache_write_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
+    cache_write_5m_tokens = COALESCE((SELECT SUM(cache_write_5m_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
+    cache_write_1h_tokens = COALESCE((SELECT SUM(cache_write_1h_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0)
+WHERE session_id IN (SELECT session_id FROM temp.affected_sessions);
+DELETE FROM temp.affected_keys;
+DELETE FROM temp.affected_sessions;";
+
 /// Removes one session's blocks (`?1` = session id) from the full-text index; run before the
 /// blocks themselves are deleted.
 pub const FTS_DELETE_SESSION: &str =
@@ -496,6 +643,6 @@ mod tests {
         assert!(insert_statement("turns", &[("nope", "1")]).is_err());
         assert!(insert_statement("turns", &[("committed", "{nope}")]).is_err());
         assert!(insert_statement("turns", &[("committed", "{committed}")]).is_err());
-        assert!(upsert_statement("usage", &[]).is_err());
+        assert!(upsert_statement("blocks_fts", &[]).is_err());
     }
 }

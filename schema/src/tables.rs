@@ -70,6 +70,7 @@ pub const TABLES: &[Table] = &[
     USAGE,
     META,
     SOURCE_FILES,
+    USAGE_RECORDS,
     BLOCKS_FTS,
 ];
 
@@ -198,6 +199,21 @@ const SESSIONS: Table = Table {
             "JSON array of the session's active tag assertions, sorted",
         ),
         req("source_path", Text, "the file it came from"),
+        req(
+            "cache_write_5m_tokens",
+            Integer,
+            "sum over `usage`: 5-minute prompt-cache writes",
+        ),
+        req(
+            "cache_write_1h_tokens",
+            Integer,
+            "sum over `usage`: 1-hour prompt-cache writes",
+        ),
+        opt(
+            "machine",
+            Text,
+            "the machine the session was first read from (`quarry ingest --machine`, default the host name)",
+        ),
     ],
     key: &["session_id"],
     session_key: Some("session_id"),
@@ -242,7 +258,7 @@ const MESSAGES: Table = Table {
         opt(
             "input_tokens",
             Integer,
-            "sum of its usage rows (NULL when none)",
+            "tokens of its response as its own transcript recorded them (NULL when none); a response replayed in another file shows on both messages, so count billed tokens over `usage` or `sessions`",
         ),
         opt("output_tokens", Integer, "likewise"),
         opt("cache_read_tokens", Integer, "likewise"),
@@ -264,6 +280,12 @@ const MESSAGES: Table = Table {
             "the turn it falls in (NULL before the first prompt)",
         ),
         opt("turn_committed", Boolean, "whether that turn is committed"),
+        opt(
+            "cache_write_5m_tokens",
+            Integer,
+            "5-minute cache writes of its usage rows (NULL when none)",
+        ),
+        opt("cache_write_1h_tokens", Integer, "likewise, 1-hour"),
     ],
     key: &["message_id"],
     session_key: Some("session_id"),
@@ -702,11 +724,25 @@ const TURNS: Table = Table {
 
 const USAGE: Table = Table {
     name: "usage",
-    doc: "one billed model response, de-duplicated",
+    doc: "one billed model response, counted once across the whole archive (see docs/accounting.md)",
     kind: TableKind::Table,
     columns: &[
-        req("session_id", Text, "the session"),
-        opt("message_id", Text, "the response's message"),
+        req(
+            "session_id",
+            Text,
+            "the session that owns the response: the earliest session (by creation time, then id) whose own transcript recorded it; for a response only a parent's progress records carry, the subagent's session when it is in the archive, else the parent's",
+        ),
+        // `TEXT PRIMARY KEY` without `NOT NULL`: SQLite lets it be NULL, so it is nullable here.
+        opt(
+            "response_key",
+            Text,
+            "what identifies the response across files: `claude:<message.id>` (Claude Code), `codex:<fingerprint of the cumulative token history>` (Codex; a forked rollout's replayed prefix has the same keys), else `<session_id>#u<n>`",
+        ),
+        opt(
+            "message_id",
+            Text,
+            "the response's message in the owning session (NULL for a response recorded only in progress records)",
+        ),
         opt(
             "request_id",
             Text,
@@ -716,7 +752,7 @@ const USAGE: Table = Table {
         req(
             "input_tokens",
             Integer,
-            "uncached input (Codex: `input_tokens - cached_input_tokens`)",
+            "uncached input (Codex: `input_tokens - cached_input_tokens`); each token count is the largest over the response's records",
         ),
         req("output_tokens", Integer, "output, reasoning included"),
         opt("reasoning_tokens", Integer, "reasoning, where reported"),
@@ -725,18 +761,79 @@ const USAGE: Table = Table {
             Integer,
             "cache reads (Codex: `cached_input_tokens`)",
         ),
-        req("cache_write_tokens", Integer, "cache writes"),
-        opt("occurred_at_ms", Time, "when"),
-        opt("turn_id", Text, "the turn"),
+        req(
+            "cache_write_tokens",
+            Integer,
+            "cache writes, both lifetimes (= `cache_write_5m_tokens + cache_write_1h_tokens`)",
+        ),
+        req(
+            "cache_write_5m_tokens",
+            Integer,
+            "cache writes with the 5-minute lifetime (`cache_creation.ephemeral_5m_input_tokens`; all writes when the source gives only the total)",
+        ),
+        req(
+            "cache_write_1h_tokens",
+            Integer,
+            "cache writes with the 1-hour lifetime (`cache_creation.ephemeral_1h_input_tokens`)",
+        ),
+        opt("occurred_at_ms", Time, "when (the owning record's time)"),
+        opt("turn_id", Text, "the owning session's turn"),
         opt("turn_committed", Boolean, "whether that turn is committed"),
+        req(
+            "recorded_via",
+            Text,
+            "`transcript` (an assistant record of a session's own transcript) or `progress` (only a parent's streamed `progress` records carry it)",
+        ),
+        req(
+            "record_count",
+            Integer,
+            "how many records carry the response across the archive, one per session and kind (1 unless replayed, resumed, forked, copied or streamed into a parent)",
+        ),
     ],
-    // A Codex response may have no message and no request id: rows have no identifying key.
-    key: &[],
+    key: &["response_key"],
     session_key: Some("session_id"),
     links: &[to_session("session_id"), to_message("message_id")],
     time_column: Some("occurred_at_ms"),
     fulltext: &[],
     visibility: Public,
+    // Resolved across files from `usage_records`, not replaced with one session's rows.
+    replaced_per_session: false,
+};
+
+const USAGE_RECORDS: Table = Table {
+    name: "usage_records",
+    doc: "one response as one session's file recorded it (the input `usage` is resolved from)",
+    kind: TableKind::Bookkeeping,
+    columns: &[
+        req("session_id", Text, "the session whose file carries the record"),
+        req("response_key", Text, "as in `usage`"),
+        req("recorded_via", Text, "`transcript` or `progress`"),
+        opt(
+            "subagent_session_id",
+            Text,
+            "for a progress record: the subagent session it streams (`<parent>/agent-<agentId>`)",
+        ),
+        opt("message_id", Text, "the message in this session (transcript records)"),
+        opt("request_id", Text, "the provider's request id"),
+        opt("model", Text, "model"),
+        req("input_tokens", Integer, "as in `usage`"),
+        req("output_tokens", Integer, "as in `usage`"),
+        opt("reasoning_tokens", Integer, "as in `usage`"),
+        req("cache_read_tokens", Integer, "as in `usage`"),
+        req("cache_write_tokens", Integer, "as in `usage`"),
+        req("cache_write_5m_tokens", Integer, "as in `usage`"),
+        req("cache_write_1h_tokens", Integer, "as in `usage`"),
+        opt("occurred_at_ms", Time, "when"),
+        opt("turn_id", Text, "this session's turn"),
+        opt("turn_committed", Boolean, "whether that turn is committed"),
+        req("seq", Integer, "order within the session"),
+    ],
+    key: &["session_id", "response_key", "recorded_via"],
+    session_key: Some("session_id"),
+    links: &[to_session("session_id"), to_session("subagent_session_id")],
+    time_column: Some("occurred_at_ms"),
+    fulltext: &[],
+    visibility: AdminOnly,
     replaced_per_session: true,
 };
 
@@ -768,12 +865,26 @@ const SOURCE_FILES: Table = Table {
     columns: &[
         opt("path", Text, "canonical path of the file"),
         req("origin", Text, "origin of its sessions"),
-        req("size", Integer, "bytes when ingested"),
-        req("hash", Text, "blake3 of the content"),
+        req(
+            "size",
+            Integer,
+            "bytes archived: a JSONL file that still starts with these bytes grew (an append); any other change is a rewrite, kept out unless `quarry ingest --replace PATH`",
+        ),
+        req("hash", Text, "blake3 of the archived bytes"),
         req("records", Integer, "records (lines, nodes, messages) read"),
         req("sessions", Integer, "sessions it produced"),
         req("generation", Integer, "generation of its last write"),
         req("ingested_at_ms", Time, "when it was last written"),
+        opt(
+            "machine",
+            Text,
+            "the machine the file was read on (`quarry ingest --machine`)",
+        ),
+        opt(
+            "copy_of",
+            Text,
+            "for a copy of a session file already archived from another path (a synced or copied folder): that path; the copy adds no sessions",
+        ),
     ],
     key: &["path"],
     session_key: None,

@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 
 use crate::format::Format;
 use crate::ingest::{IngestOptions, ingest};
-use crate::location::{archive_path, os_user};
+use crate::location::{archive_path, host_name, os_user};
 use crate::output::{self, Destination};
 use crate::{Caps, Error, Options, Quarry, block_on};
 use quarry_providers::Archive;
@@ -160,6 +160,13 @@ pub enum Command {
         /// Never draw the progress bar.
         #[arg(long)]
         no_progress: bool,
+        /// The machine these files are read on (default: this host's name).
+        #[arg(long)]
+        machine: Option<String>,
+        /// Replace the archived sessions of this file although it was rewritten rather than
+        /// appended to (repeatable); without it a rewritten transcript is kept out.
+        #[arg(long, value_name = "PATH")]
+        replace: Vec<PathBuf>,
     },
     /// Run a query (the same as `quarry QUERY`; use it when the query is a verb's name).
     Query {
@@ -169,6 +176,9 @@ pub enum Command {
     },
     /// The catalog: every table with its exact row count and columns.
     Tables,
+    /// Re-derive the archive's transcript sessions from its own stored records, under this
+    /// version's rules (no source files needed), and report what changed.
+    Reindex,
     /// Parse and resolve a query (no archive needed): the typed AST and its pipeline stages.
     Explain {
         /// The query, e.g. 'messages where role:assistant | group by role | count'.
@@ -326,12 +336,16 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             paths,
             owner,
             no_progress,
+            machine,
+            replace,
         } => {
             let mut archive = open_archive(cli.archive)?;
             let options = IngestOptions {
                 paths,
                 owner: owner.or_else(os_user),
                 progress: !no_progress && !json,
+                machine: machine.or_else(host_name),
+                replace,
             };
             let summary = ingest(&mut archive, &options).map_err(|e| match e {
                 crate::ingest::IngestError::MissingPath(_)
@@ -340,6 +354,19 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             })?;
             if json {
                 emit(&format!("{}\n", summary.to_json()));
+            } else {
+                emit(&summary.to_human());
+            }
+            Ok(())
+        }
+        Command::Reindex => {
+            let archive = open_archive(cli.archive)?;
+            let summary = crate::ingest::reindex::reindex(archive.conn()).map_err(Failure::runtime)?;
+            if json {
+                emit(&format!(
+                    "{}\n",
+                    serde_json::to_value(&summary).unwrap_or_default()
+                ));
             } else {
                 emit(&summary.to_human());
             }

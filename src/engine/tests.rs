@@ -73,6 +73,7 @@ fn archive(dir: &std::path::Path) -> std::path::PathBuf {
             paths: vec![corpus],
             owner: Some("test".into()),
             progress: false,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -123,7 +123,7 @@ pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
         let Some(builder) = builders.get_mut(target) else {
             continue;
         };
-        read_record(session, builder, line, parsed);
+        read_record(session, builder, line, parsed, path);
     }
 
     let mut sessions = vec![main];
@@ -183,8 +183,8 @@ fn sidechain_root(record: &Value, by_uuid: &HashMap<String, (Option<String>, boo
 struct Builder {
     /// message.id → message index (assistant lines of one response merge).
     by_message_id: HashMap<String, usize>,
-    /// (message.id, requestId) → (usage index, output tokens) for de-duplication.
-    usage_by_key: HashMap<(String, String), usize>,
+    /// (response key, kind) → usage index: one record per response and kind in a session.
+    usage_by_key: HashMap<(String, RecordedVia), usize>,
     /// tool_use id → (message index, Task input) for delegations.
     task_calls: HashMap<String, (usize, Value)>,
     models: HashMap<String, usize>,
@@ -193,8 +193,15 @@ struct Builder {
     pending_compaction: Option<usize>,
 }
 
-fn read_record(session: &mut SessionDraft, b: &mut Builder, line: Line, parsed: &mut ParsedFile) {
+fn read_record(
+    session: &mut SessionDraft,
+    b: &mut Builder,
+    line: Line,
+    parsed: &mut ParsedFile,
+    file: &str,
+) {
     let record = &line.value;
+    let place = (file, line.number);
     let kind = str_field(record, "type").unwrap_or_else(|| "unknown".to_string());
     let time = json_time(record.get("timestamp"));
     if let Some(t) = time {
@@ -235,7 +242,8 @@ fn read_record(session: &mut SessionDraft, b: &mut Builder, line: Line, parsed: 
     }
     match kind.as_str() {
         "user" => read_user(session, b, record, time, event_index),
-        "assistant" => read_assistant(session, b, record, time, event_index),
+        "assistant" => read_assistant(session, b, record, time, event_index, (&place, parsed)),
+        "progress" => read_progress(session, b, record, event_index, (&place, parsed)),
         "summary" => b.summary_title = str_field(record, "summary").or(b.summary_title.take()),
         "custom-title" | "ai-title" => {
             if let Some(t) = str_field(record, "customTitle")
@@ -381,6 +389,7 @@ fn read_assistant(
     record: &Value,
     time: Option<i64>,
     event_index: usize,
+    (place, parsed): (&Place<'_>, &mut ParsedFile),
 ) {
     let Some(message) = record.get("message") else {
         return;
@@ -436,52 +445,137 @@ fn read_assistant(
         _ => {}
     }
     if let Some(usage) = message.get("usage") {
-        let tokens = Tokens {
-            input: usage
-                .get("input_tokens")
-                .and_then(Value::as_i64)
-                .unwrap_or(0),
-            output: usage
-                .get("output_tokens")
-                .and_then(Value::as_i64)
-                .unwrap_or(0),
-            reasoning: None,
-            cache_read: usage
-                .get("cache_read_input_tokens")
-                .and_then(Value::as_i64)
-                .unwrap_or(0),
-            cache_write: usage
-                .get("cache_creation_input_tokens")
-                .and_then(Value::as_i64)
-                .unwrap_or(0),
+        let tokens = claude_tokens(usage, place, parsed);
+        let key = response_key(message_id.as_deref(), &session.native_id, event_index);
+        let draft = UsageDraft {
+            response_key: Some(key),
+            via: RecordedVia::Transcript,
+            subagent_native_id: None,
+            message_index: Some(index),
+            request_id: str_field(record, "requestId"),
+            model: str_field(message, "model"),
+            tokens,
+            occurred_at_ms: time,
+            event_index,
         };
-        let request_id = str_field(record, "requestId");
-        let key = (
-            message_id
-                .clone()
-                .unwrap_or_else(|| format!("line-{event_index}")),
-            request_id.clone().unwrap_or_default(),
-        );
-        match b.usage_by_key.get(&key) {
-            Some(&u) => {
-                if let Some(existing) = session.usage.get_mut(u)
-                    && tokens.output >= existing.tokens.output
-                {
-                    existing.tokens = tokens;
+        merge_usage(session, b, draft);
+    }
+}
+
+/// A subagent's API response streamed into the parent's transcript as a `progress` record
+/// (`data.message.message` with `id`, `model`, `usage`; `data.agentId` names the subagent).
+/// It becomes a usage record of this session, counted once with the subagent's own records.
+fn read_progress(
+    session: &mut SessionDraft,
+    b: &mut Builder,
+    record: &Value,
+    event_index: usize,
+    (place, parsed): (&Place<'_>, &mut ParsedFile),
+) {
+    let Some(data) = record.get("data") else {
+        return;
+    };
+    let Some(streamed) = data.get("message") else {
+        return;
+    };
+    let Some(message) = streamed.get("message") else {
+        return;
+    };
+    let Some(usage) = message.get("usage") else {
+        return;
+    };
+    let message_id = str_field(message, "id");
+    let tokens = claude_tokens(usage, place, parsed);
+    // Subagent files carry the parent's `sessionId`, so `<sessionId>/agent-<agentId>` names the
+    // subagent session from a parent file and from a nested subagent's file alike.
+    let parent = str_field(record, "sessionId").unwrap_or_else(|| session.native_id.clone());
+    let draft = UsageDraft {
+        response_key: Some(response_key(
+            message_id.as_deref(),
+            &session.native_id,
+            event_index,
+        )),
+        via: RecordedVia::Progress,
+        subagent_native_id: str_field(data, "agentId").map(|a| format!("{parent}/agent-{a}")),
+        message_index: None,
+        request_id: str_field(streamed, "requestId"),
+        model: str_field(message, "model"),
+        tokens,
+        occurred_at_ms: json_time(streamed.get("timestamp")).or_else(|| json_time(record.get("timestamp"))),
+        event_index,
+    };
+    merge_usage(session, b, draft);
+}
+
+/// `claude:<message.id>`: one API response, whichever file and record carries it; a record
+/// without an id is a response of its own line.
+fn response_key(message_id: Option<&str>, native_id: &str, event_index: usize) -> String {
+    match message_id {
+        Some(id) => format!("claude:{id}"),
+        None => format!("claude:{native_id}#line{event_index}"),
+    }
+}
+
+/// Adds a usage record, or merges it into this session's record of the same response and kind
+/// (a response is written as several lines repeating its usage): each count the largest.
+fn merge_usage(session: &mut SessionDraft, b: &mut Builder, draft: UsageDraft) {
+    let key = (draft.response_key.clone().unwrap_or_default(), draft.via);
+    match b.usage_by_key.get(&key) {
+        Some(&u) => {
+            if let Some(existing) = session.usage.get_mut(u) {
+                existing.tokens = existing.tokens.max(draft.tokens);
+                if existing.model.is_none() {
+                    existing.model = draft.model;
                 }
             }
-            None => {
-                b.usage_by_key.insert(key, session.usage.len());
-                session.usage.push(UsageDraft {
-                    message_index: Some(index),
-                    request_id,
-                    model: str_field(message, "model"),
-                    tokens,
-                    occurred_at_ms: time,
-                    event_index,
-                });
-            }
         }
+        None => {
+            b.usage_by_key.insert(key, session.usage.len());
+            session.usage.push(draft);
+        }
+    }
+}
+
+/// Where a record sits, for a diagnostic: the file and the record's 1-based line.
+type Place<'a> = (&'a str, usize);
+
+/// The token counts of one Claude `usage` object. `cache_creation` splits the cache writes into
+/// 5-minute and 1-hour entries; without it every write is a 5-minute one (the default lifetime);
+/// a split that disagrees with `cache_creation_input_tokens` is reported and the total wins, as
+/// 5-minute writes.
+fn claude_tokens(usage: &Value, place: &Place<'_>, parsed: &mut ParsedFile) -> Tokens {
+    let get = |v: &Value, k: &str| v.get(k).and_then(Value::as_i64);
+    let cache_write = get(usage, "cache_creation_input_tokens").unwrap_or(0);
+    let split = usage
+        .get("cache_creation")
+        .map(|c| {
+            (
+                get(c, "ephemeral_5m_input_tokens").unwrap_or(0),
+                get(c, "ephemeral_1h_input_tokens").unwrap_or(0),
+            )
+        });
+    let cache_write_1h = match split {
+        Some((m5, h1)) if m5 + h1 == cache_write => h1,
+        Some((m5, h1)) => {
+            parsed.diagnostics.push(Diagnostic {
+                file: place.0.to_string(),
+                line: Some(place.1),
+                kind: "cache_split_mismatch",
+                reason: format!(
+                    "cache_creation splits {m5} 5-minute + {h1} 1-hour tokens but cache_creation_input_tokens is {cache_write}; counted as {cache_write} 5-minute tokens"
+                ),
+            });
+            0
+        }
+        None => 0,
+    };
+    Tokens {
+        input: get(usage, "input_tokens").unwrap_or(0),
+        output: get(usage, "output_tokens").unwrap_or(0),
+        reasoning: None,
+        cache_read: get(usage, "cache_read_input_tokens").unwrap_or(0),
+        cache_write,
+        cache_write_1h,
     }
 }
 
@@ -513,17 +607,15 @@ fn assistant_block(item: &Value) -> Option<BlockDraft> {
 
 impl Builder {
     fn finish(self, session: &mut SessionDraft) {
-        // Message tokens: the sum of its de-duplicated usage rows.
+        // Message tokens: the sum of its usage records (one per response).
         for usage in &session.usage {
             if let Some(m) = usage
                 .message_index
                 .and_then(|i| session.messages.get_mut(i))
             {
-                let t = m.tokens.get_or_insert_with(Tokens::default);
-                t.input += usage.tokens.input;
-                t.output += usage.tokens.output;
-                t.cache_read += usage.tokens.cache_read;
-                t.cache_write += usage.tokens.cache_write;
+                m.tokens
+                    .get_or_insert_with(Tokens::default)
+                    .add(&usage.tokens);
             }
         }
         session.model = self

@@ -30,7 +30,7 @@ const INJECTED_PREFIXES: &[&str] = &[
     "<INSTRUCTIONS>",
 ];
 
-#[derive(Default)]
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
 struct Cumulative {
     input: i64,
     cached: i64,
@@ -73,6 +73,10 @@ struct State {
     /// The last assistant message (usage attaches to it).
     last_assistant: Option<usize>,
     totals: Cumulative,
+    /// The cumulative totals counted so far, in order: a response's key is a fingerprint of this
+    /// history, so a forked rollout that replays its parent's records (and so its token
+    /// counts) gives the replayed responses the parent's keys.
+    history: blake3::Hasher,
     /// Turn started without an id (0.40): pair with the next completion in order.
     anonymous_turns: usize,
 }
@@ -374,29 +378,40 @@ fn read_token_count(
         return;
     }
     let delta = if delta.input < 0 || delta.output < 0 || delta.cached < 0 {
-        Cumulative { ..now }
+        now
     } else {
         delta
     };
     state.totals = now;
+    state.history.update(
+        format!(
+            "{},{},{},{};",
+            now.input, now.cached, now.output, now.reasoning
+        )
+        .as_bytes(),
+    );
+    let fingerprint = state.history.finalize().to_hex();
     let tokens = Tokens {
         input: delta.input - delta.cached,
         output: delta.output,
         reasoning: Some(delta.reasoning),
         cache_read: delta.cached,
         cache_write: 0,
+        cache_write_1h: 0,
     };
     if let Some(m) = state
         .last_assistant
         .and_then(|i| session.messages.get_mut(i))
     {
-        let t = m.tokens.get_or_insert_with(Tokens::default);
-        t.input += tokens.input;
-        t.output += tokens.output;
-        t.cache_read += tokens.cache_read;
-        t.reasoning = Some(t.reasoning.unwrap_or(0) + delta.reasoning);
+        m.tokens.get_or_insert_with(Tokens::default).add(&tokens);
     }
     session.usage.push(UsageDraft {
+        response_key: Some(format!(
+            "codex:{}",
+            fingerprint.get(..32).unwrap_or(fingerprint.as_str())
+        )),
+        via: RecordedVia::Transcript,
+        subagent_native_id: None,
         message_index: state.last_assistant,
         request_id: None,
         model: state.model.clone(),

@@ -38,10 +38,6 @@ pub struct SessionRow {
     pub user_words: i64,
     pub authored_user_words: i64,
     pub assistant_words: i64,
-    pub input_tokens: i64,
-    pub output_tokens: i64,
-    pub cache_read_tokens: i64,
-    pub cache_write_tokens: i64,
     pub reported_cost_usd: Option<f64>,
 }
 
@@ -143,9 +139,13 @@ pub struct DelegationRow {
     pub occurred_at_ms: Option<i64>,
 }
 
-/// A row of `usage`.
+/// A row of `usage_records`: one response as this session's file records it (`usage` is
+/// resolved from them across the archive, see `store`).
 #[derive(Debug, Clone)]
 pub struct UsageRow {
+    pub response_key: String,
+    pub via: RecordedVia,
+    pub subagent_session_id: Option<String>,
     pub message_id: Option<String>,
     pub request_id: Option<String>,
     pub model: Option<String>,
@@ -308,7 +308,17 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
     let usage = draft
         .usage
         .iter()
-        .map(|u| UsageRow {
+        .enumerate()
+        .map(|(i, u)| UsageRow {
+            response_key: u
+                .response_key
+                .clone()
+                .unwrap_or_else(|| format!("{session_id}#u{i}")),
+            via: u.via,
+            subagent_session_id: u
+                .subagent_native_id
+                .as_deref()
+                .map(|c| super::model::session_id(draft.origin, c)),
             message_id: u
                 .message_index
                 .and_then(|i| messages.get(i))
@@ -320,13 +330,9 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
             turn: turn_at(u.event_index),
         })
         .collect::<Vec<_>>();
-    let mut session = session_row(&draft, &session_id, owner, &messages);
-    for u in &usage {
-        session.input_tokens += u.tokens.input;
-        session.output_tokens += u.tokens.output;
-        session.cache_read_tokens += u.tokens.cache_read;
-        session.cache_write_tokens += u.tokens.cache_write;
-    }
+    // The token sums stay 0 here: they are sums of the usage rows the session owns, which only
+    // the archive knows (`store` resolves them after writing the file).
+    let session = session_row(&draft, &session_id, owner, &messages);
     let run_status = if turns.iter().all(|t| t.committed) {
         "completed"
     } else {

@@ -151,9 +151,13 @@ fn read_message(session: &mut SessionDraft, message: &Value, payload: String) {
             reasoning: Some(get("thoughts")),
             cache_read: get("cached"),
             cache_write: 0,
+            cache_write_1h: 0,
         };
         m.tokens = Some(t);
         session.usage.push(UsageDraft {
+            response_key: None,
+            via: RecordedVia::Transcript,
+            subagent_native_id: None,
             message_index: Some(session.messages.len()),
             request_id: None,
             model: m.model.clone(),

@@ -16,6 +16,7 @@ pub mod discover;
 pub mod gemini;
 pub mod lines;
 pub mod model;
+pub mod reindex;
 pub mod store;
 pub mod summary;
 pub mod text;
@@ -46,6 +47,11 @@ pub struct IngestOptions {
     pub owner: Option<String>,
     /// Show a progress bar (only drawn when stderr is a terminal).
     pub progress: bool,
+    /// The machine the files are read on (`source_files.machine`, `sessions.machine`).
+    pub machine: Option<String>,
+    /// Files whose archived sessions may be replaced although the file was rewritten (not
+    /// merely appended to): `quarry ingest --replace PATH`.
+    pub replace: Vec<PathBuf>,
 }
 
 /// Failures that stop an ingest before it starts.
@@ -109,13 +115,23 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
         generation_before: archive.generation()?,
         ..Summary::default()
     };
+    if reindex::pending(archive.conn())? {
+        summary.rederived = Some(reindex::reindex(archive.conn())?);
+    }
     let progress = progress_bar(options.progress, total_bytes, candidates.len());
 
     let archive_path = archive.path().to_path_buf();
-    let owner = options.owner.clone();
+    let context = FileContext {
+        owner: options.owner.clone(),
+        machine: options.machine.clone(),
+        replace: options
+            .replace
+            .iter()
+            .map(|p| canonical_name(p))
+            .collect(),
+    };
     let (sender, receiver) = mpsc::sync_channel::<Work>(2);
-    let parser =
-        std::thread::spawn(move || parse_all(candidates, &archive_path, owner.as_deref(), sender));
+    let parser = std::thread::spawn(move || parse_all(candidates, &archive_path, &context, sender));
 
     let mut writer = writer::Writer::new();
     archive
@@ -134,6 +150,7 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
                 summary.bytes += bytes;
                 match state {
                     Some(FileState::Unchanged) => summary.files_unchanged += 1,
+                    Some(FileState::Rewritten) => summary.files_rewritten += 1,
                     _ if unsupported => summary.files_unsupported += 1,
                     _ => summary.files_failed += 1,
                 }
@@ -195,15 +212,29 @@ fn sessions_by_origin(
     rows.collect()
 }
 
+/// What every file of one ingest shares.
+struct FileContext {
+    owner: Option<String>,
+    machine: Option<String>,
+    /// Canonical names of the files `--replace` lets a rewrite replace.
+    replace: Vec<String>,
+}
+
+/// A session id some file of this run (or the archive) already holds: that file and its size.
+struct Claim {
+    path: String,
+    size: i64,
+}
+
 /// The parser thread: reads, checks, parses and derives each candidate in order.
 fn parse_all(
     candidates: Vec<Candidate>,
     archive_path: &Path,
-    owner: Option<&str>,
+    context: &FileContext,
     sender: mpsc::SyncSender<Work>,
 ) {
     let conn = Connection::open_with_flags(archive_path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok();
-    let mut claimed: HashMap<String, String> = HashMap::new();
+    let mut claimed: HashMap<String, Claim> = HashMap::new();
     for candidate in candidates {
         let work = match candidate {
             Candidate::Unreadable(path, reason) => Work::Skip {
@@ -217,7 +248,7 @@ fn parse_all(
                 }],
                 unsupported: false,
             },
-            Candidate::File(path) => prepare_file(&path, conn.as_ref(), owner, &mut claimed),
+            Candidate::File(path) => prepare_file(&path, conn.as_ref(), context, &mut claimed),
         };
         if sender.send(work).is_err() {
             return;
@@ -225,17 +256,21 @@ fn parse_all(
     }
 }
 
+/// The name a file is archived under: its canonical path when it has one.
+fn canonical_name(path: &Path) -> String {
+    path.canonicalize()
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
 fn prepare_file(
     path: &Path,
     conn: Option<&Connection>,
-    owner: Option<&str>,
-    claimed: &mut HashMap<String, String>,
+    context: &FileContext,
+    claimed: &mut HashMap<String, Claim>,
 ) -> Work {
-    let name = path
-        .canonicalize()
-        .unwrap_or_else(|_| path.to_path_buf())
-        .display()
-        .to_string();
+    let name = canonical_name(path);
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {
@@ -255,13 +290,29 @@ fn prepare_file(
     let size = bytes.len() as i64;
     let hash = blake3::hash(&bytes).to_hex().to_string();
     let state = conn
-        .and_then(|c| store::file_state(c, &name, size, &hash).ok())
+        .and_then(|c| store::file_state(c, &name, &bytes, &hash).ok())
         .unwrap_or(FileState::New);
     if state == FileState::Unchanged {
         return Work::Skip {
             bytes: size as u64,
             state: Some(state),
             diagnostics: Vec::new(),
+            unsupported: false,
+        };
+    }
+    let whole_document = name.ends_with(".json");
+    if state == FileState::Rewritten && !whole_document && !context.replace.contains(&name) {
+        return Work::Skip {
+            bytes: size as u64,
+            state: Some(state),
+            diagnostics: vec![Diagnostic {
+                file: name.clone(),
+                line: None,
+                kind: "source_rewritten",
+                reason: format!(
+                    "the file no longer starts with the content archived from it (it shrank or its earlier records changed); its archived sessions are kept and the new content is not ingested (replace them with `quarry ingest --replace {name}`)"
+                ),
+            }],
             unsupported: false,
         };
     }
@@ -287,29 +338,49 @@ fn prepare_file(
         .first()
         .map(|s| s.origin.as_str().to_string())
         .unwrap_or_else(|| format!("{format:?}"));
+    let mut copy_of = None;
     let mut sessions = Vec::with_capacity(parsed.sessions.len());
     for mut draft in std::mem::take(&mut parsed.sessions) {
         let mut id = draft.session_id();
-        let owner_path = claimed
-            .get(&id)
-            .cloned()
-            .or_else(|| conn.and_then(|c| store::session_owner(c, &id).ok().flatten()));
-        if owner_path.as_deref().is_some_and(|p| p != name) {
-            let suffix = blake3::hash(name.as_bytes()).to_hex();
-            let renamed = format!("{}~{}", draft.native_id, suffix.get(..8).unwrap_or("dup"));
-            parsed.diagnostics.push(Diagnostic {
-                file: name.clone(),
-                line: None,
-                kind: "duplicate_session_id",
-                reason: format!(
-                    "session {id} is already ingested from another file; stored as {renamed}"
-                ),
-            });
-            draft.native_id = renamed;
-            id = draft.session_id();
+        let claim = claimed.get(&id).map(|c| (c.path.clone(), c.size)).or_else(|| {
+            conn.and_then(|c| store::session_source(c, &id).ok().flatten())
+        });
+        if let Some((other, other_size)) = claim.filter(|(p, _)| *p != name) {
+            if same_file_name(&other, &name) {
+                // The same session file from another folder or machine (a synced or copied
+                // folder): one session, read from the longer copy.
+                if size <= other_size {
+                    copy_of = Some(other);
+                    continue;
+                }
+            } else {
+                let suffix = blake3::hash(name.as_bytes()).to_hex();
+                let renamed = format!("{}~{}", draft.native_id, suffix.get(..8).unwrap_or("dup"));
+                parsed.diagnostics.push(Diagnostic {
+                    file: name.clone(),
+                    line: None,
+                    kind: "duplicate_session_id",
+                    reason: format!(
+                        "session {id} is already ingested from another file; stored as {renamed}"
+                    ),
+                });
+                draft.native_id = renamed;
+                id = draft.session_id();
+            }
         }
-        claimed.insert(id, name.clone());
-        sessions.push(derive::derive(draft, owner));
+        claimed.insert(
+            id,
+            Claim {
+                path: name.clone(),
+                size,
+            },
+        );
+        sessions.push(derive::derive(draft, context.owner.as_deref()));
+    }
+    if whole_document && state != FileState::New {
+        parsed
+            .diagnostics
+            .extend(missing_from_export(conn, &name, &sessions));
     }
     Work::Write(writer::PendingFile {
         stamp: FileStamp {
@@ -318,11 +389,44 @@ fn prepare_file(
             size,
             hash,
             records: parsed.records as i64,
+            machine: context.machine.clone(),
+            copy_of: if sessions.is_empty() { copy_of } else { None },
+            keep_missing: whole_document,
         },
         state,
         sessions,
         parsed,
     })
+}
+
+/// Whether two archived paths name the same file in different folders (`<session>.jsonl` on
+/// two machines).
+fn same_file_name(a: &str, b: &str) -> bool {
+    Path::new(a).file_name() == Path::new(b).file_name()
+}
+
+/// A re-exported document (ChatGPT, Claude.ai, Gemini JSON) replaces the conversations it still
+/// holds; one it lacks stays archived, reported here.
+fn missing_from_export(
+    conn: Option<&Connection>,
+    name: &str,
+    sessions: &[derive::SessionRows],
+) -> Vec<Diagnostic> {
+    let archived = conn
+        .and_then(|c| store::file_session_ids(c, name).ok())
+        .unwrap_or_default();
+    archived
+        .into_iter()
+        .filter(|id| !sessions.iter().any(|s| &s.session.session_id == id))
+        .map(|id| Diagnostic {
+            file: name.to_string(),
+            line: None,
+            kind: "conversation_missing",
+            reason: format!(
+                "session {id} is not in the new export; it stays archived as it was"
+            ),
+        })
+        .collect()
 }
 
 /// Detects the format of a file's bytes and parses it. `None` means unsupported.

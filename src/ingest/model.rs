@@ -59,8 +59,66 @@ pub struct Tokens {
     pub reasoning: Option<i64>,
     /// Input tokens read from the prompt cache.
     pub cache_read: i64,
-    /// Input tokens written to the prompt cache.
+    /// Input tokens written to the prompt cache, both lifetimes.
     pub cache_write: i64,
+    /// Of `cache_write`, the tokens written with the 1-hour lifetime (the rest are 5-minute
+    /// writes, the default lifetime).
+    pub cache_write_1h: i64,
+}
+
+impl Tokens {
+    /// Cache writes with the 5-minute lifetime.
+    pub fn cache_write_5m(&self) -> i64 {
+        self.cache_write - self.cache_write_1h
+    }
+
+    /// Each count the larger of the two (records of one response repeat or grow its usage).
+    pub fn max(self, other: Tokens) -> Tokens {
+        let cache_write = self.cache_write.max(other.cache_write);
+        Tokens {
+            input: self.input.max(other.input),
+            output: self.output.max(other.output),
+            reasoning: match (self.reasoning, other.reasoning) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+            cache_read: self.cache_read.max(other.cache_read),
+            cache_write,
+            cache_write_1h: self.cache_write_1h.max(other.cache_write_1h).min(cache_write),
+        }
+    }
+
+    /// Adds `other` to each count (a message's usage rows).
+    pub fn add(&mut self, other: &Tokens) {
+        self.input += other.input;
+        self.output += other.output;
+        self.cache_read += other.cache_read;
+        self.cache_write += other.cache_write;
+        self.cache_write_1h += other.cache_write_1h;
+        if let Some(r) = other.reasoning {
+            self.reasoning = Some(self.reasoning.unwrap_or(0) + r);
+        }
+    }
+}
+
+/// Which kind of record carried a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RecordedVia {
+    /// An assistant record of the session's own transcript.
+    #[default]
+    Transcript,
+    /// A parent transcript's `progress` record streaming a subagent's response.
+    Progress,
+}
+
+impl RecordedVia {
+    /// The `recorded_via` column value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordedVia::Transcript => "transcript",
+            RecordedVia::Progress => "progress",
+        }
+    }
 }
 
 /// The kind of a content block.
@@ -246,10 +304,18 @@ pub struct EventDraft {
     pub payload: String,
 }
 
-/// One billed model response.
+/// One billed model response as this file records it.
 #[derive(Debug, Clone)]
 pub struct UsageDraft {
-    /// Index of the message it belongs to, when known.
+    /// What identifies the response across files (`claude:<message.id>`, `codex:<fingerprint>`);
+    /// `None` when the source gives nothing that survives a copy (then the row is the
+    /// session's own).
+    pub response_key: Option<String>,
+    /// Which kind of record carried it.
+    pub via: RecordedVia,
+    /// For a progress record: the native id of the subagent session it streams.
+    pub subagent_native_id: Option<String>,
+    /// Index of the message it belongs to, when known (never for progress records).
     pub message_index: Option<usize>,
     /// The provider's request id.
     pub request_id: Option<String>,

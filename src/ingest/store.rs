@@ -8,11 +8,12 @@
 //! declaration order, and a column that is computed in SQL is named in the statement's
 //! expressions instead.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use quarry_providers::schema::FTS_DELETE_SESSION;
 use quarry_providers::{
-    bump_generation, fulltext_insert_statement, insert_statement, upsert_statement,
+    AFFECTED_TABLES, RESOLVE_USAGE, bump_generation, fulltext_insert_statement, insert_statement,
+    upsert_statement,
 };
 
 use super::derive::SessionRows;
@@ -32,6 +33,14 @@ pub struct FileStamp {
     pub hash: String,
     /// Records read.
     pub records: i64,
+    /// The machine the file was read on.
+    pub machine: Option<String>,
+    /// When the file is a copy of a session file archived from another path: that path (the
+    /// copy adds no sessions).
+    pub copy_of: Option<String>,
+    /// A whole-file export: a re-export replaces the sessions it holds and keeps the archived
+    /// sessions it lacks.
+    pub keep_missing: bool,
 }
 
 /// How a file stands against the archive.
@@ -41,15 +50,21 @@ pub enum FileState {
     New,
     /// Ingested with the same size and hash: nothing to do.
     Unchanged,
-    /// Ingested, but its content changed (grew or was rewritten).
-    Changed,
+    /// Ingested, and it still starts with the archived bytes: it grew (an append-only JSONL
+    /// source written further).
+    Appended,
+    /// Ingested, but it no longer starts with the archived bytes: it shrank or its earlier
+    /// content changed. A JSONL source is then kept out (its archived sessions stay) unless
+    /// `--replace` names it; a whole-file export is replaced.
+    Rewritten,
 }
 
-/// Compares a file's size and hash with what the archive recorded.
+/// Compares a file's content with what the archive recorded of it: `source_files` keeps the
+/// archived length and the hash of those bytes.
 pub fn file_state(
     conn: &Connection,
     path: &str,
-    size: i64,
+    bytes: &[u8],
     hash: &str,
 ) -> rusqlite::Result<FileState> {
     let mut stmt = conn.prepare_cached("SELECT size, hash FROM source_files WHERE path = ?1")?;
@@ -57,21 +72,34 @@ pub fn file_state(
     Ok(match rows.next()? {
         None => FileState::New,
         Some(row) => {
-            let (s, h): (i64, String) = (row.get(0)?, row.get(1)?);
-            if s == size && h == hash {
+            let (archived, archived_hash): (i64, String) = (row.get(0)?, row.get(1)?);
+            let size = bytes.len() as i64;
+            if archived == size && archived_hash == hash {
                 FileState::Unchanged
+            } else if archived < size
+                && bytes
+                    .get(..archived as usize)
+                    .is_some_and(|prefix| blake3::hash(prefix).to_hex().as_str() == archived_hash)
+            {
+                FileState::Appended
             } else {
-                FileState::Changed
+                FileState::Rewritten
             }
         }
     })
 }
 
-/// The source file that owns a session id, if any.
-pub fn session_owner(conn: &Connection, session_id: &str) -> rusqlite::Result<Option<String>> {
-    let mut stmt = conn.prepare_cached("SELECT source_path FROM sessions WHERE session_id = ?1")?;
-    let mut rows = stmt.query([session_id])?;
-    rows.next()?.map(|r| r.get(0)).transpose()
+/// The source file that holds a session id, with that file's archived size.
+pub fn session_source(
+    conn: &Connection,
+    session_id: &str,
+) -> rusqlite::Result<Option<(String, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT s.source_path, COALESCE(f.size, 0) FROM sessions s
+         LEFT JOIN source_files f ON f.path = s.source_path WHERE s.session_id = ?1",
+    )?;
+    stmt.query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
 }
 
 /// Replaces everything `stamp.path` contributed with `sessions` and bumps the generation, inside
@@ -89,11 +117,62 @@ fn write_file_rows(
     stamp: &FileStamp,
     sessions: &[SessionRows],
 ) -> rusqlite::Result<usize> {
-    delete_file_sessions(tx, &stamp.path)?;
+    tx.execute_batch(AFFECTED_TABLES)?;
+    let first_machine = first_machines(tx, sessions)?;
+    let mut old_ids = file_session_ids(tx, &stamp.path)?;
+    if stamp.keep_missing {
+        old_ids.retain(|id| sessions.iter().any(|s| &s.session.session_id == id));
+    }
+    // Every response this file recorded before, or now records, or that progress records
+    // attribute to one of its sessions, is resolved again once the file's rows are replaced.
+    for id in old_ids
+        .iter()
+        .map(String::as_str)
+        .chain(sessions.iter().map(|s| s.session.session_id.as_str()))
+    {
+        for sql in [
+            "INSERT OR IGNORE INTO temp.affected_keys
+             SELECT response_key FROM usage_records WHERE session_id = ?1",
+            "INSERT OR IGNORE INTO temp.affected_keys
+             SELECT response_key FROM usage_records WHERE subagent_session_id = ?1",
+        ] {
+            tx.prepare_cached(sql)?.execute([id])?;
+        }
+        tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_sessions VALUES (?1)")?
+            .execute([id])?;
+    }
+    delete_sessions(tx, &old_ids)?;
+    // A session another file held before (a copy this file supersedes) moves to this file.
+    let moved: Vec<String> = sessions
+        .iter()
+        .map(|s| s.session.session_id.clone())
+        .filter(|id| !old_ids.contains(id))
+        .collect();
+    let superseded = superseded_copies(tx, &moved, &stamp.path)?;
+    delete_sessions(tx, &moved)?;
+    for path in &superseded {
+        tx.prepare_cached(
+            "UPDATE source_files SET copy_of = ?2,
+                 sessions = (SELECT COUNT(*) FROM sessions WHERE source_path = ?1)
+             WHERE path = ?1",
+        )?
+        .execute([path, &stamp.path])?;
+    }
     let mut rows = 0;
     for s in sessions {
-        rows += insert_session(tx, s, &stamp.path)?;
+        let machine = first_machine
+            .iter()
+            .find(|(id, _)| *id == s.session.session_id)
+            .and_then(|(_, m)| m.clone())
+            .or_else(|| stamp.machine.clone());
+        rows += insert_session(tx, s, &stamp.path, machine.as_deref())?;
+        let mut stmt =
+            tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1)")?;
+        for u in &s.usage {
+            stmt.execute([&u.response_key])?;
+        }
     }
+    tx.execute_batch(RESOLVE_USAGE)?;
     let generation = bump_generation(tx).map_err(|e| match e {
         quarry_providers::ArchiveError::Sqlite(e) => e,
         other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
@@ -108,20 +187,65 @@ fn write_file_rows(
             stamp.records,
             sessions.len() as i64,
             generation,
-            chrono::Utc::now().timestamp_millis()
+            chrono::Utc::now().timestamp_millis(),
+            stamp.machine,
+            stamp.copy_of
         ],
     )?;
     Ok(rows)
 }
 
-fn delete_file_sessions(tx: &Connection, path: &str) -> rusqlite::Result<()> {
-    let ids: Vec<String> = {
-        let mut stmt =
-            tx.prepare_cached("SELECT session_id FROM sessions WHERE source_path = ?1")?;
-        stmt.query_map([path], |r| r.get(0))?
-            .collect::<Result<_, _>>()?
-    };
-    for id in &ids {
+/// The files other than `path` that held `moved` sessions (copies this file supersedes).
+fn superseded_copies(
+    tx: &Connection,
+    moved: &[String],
+    path: &str,
+) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT source_path FROM sessions WHERE session_id = ?1 AND source_path != ?2",
+    )?;
+    let mut paths: Vec<String> = Vec::new();
+    for id in moved {
+        if let Some(p) = stmt
+            .query_row([id.as_str(), path], |r| r.get::<_, String>(0))
+            .optional()?
+            && !paths.contains(&p)
+        {
+            paths.push(p);
+        }
+    }
+    Ok(paths)
+}
+
+/// The machine each of `sessions` was first read from, when the archive already holds it.
+fn first_machines(
+    tx: &Connection,
+    sessions: &[SessionRows],
+) -> rusqlite::Result<Vec<(String, Option<String>)>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT machine FROM sessions WHERE session_id = ?1 AND machine IS NOT NULL",
+    )?;
+    let mut found = Vec::new();
+    for s in sessions {
+        let id = &s.session.session_id;
+        let machine: Option<String> = stmt
+            .query_row([id], |r| r.get(0))
+            .optional()?
+            .flatten();
+        found.push((id.clone(), machine));
+    }
+    Ok(found)
+}
+
+/// The sessions `path` contributed.
+pub fn file_session_ids(tx: &Connection, path: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = tx.prepare_cached("SELECT session_id FROM sessions WHERE source_path = ?1")?;
+    stmt.query_map([path], |r| r.get(0))?.collect()
+}
+
+/// Deletes every row of `ids` that a re-ingest replaces (`usage` is resolved afterwards).
+fn delete_sessions(tx: &Connection, ids: &[String]) -> rusqlite::Result<()> {
+    for id in ids {
         // The index first: its delete reads the blocks' values.
         tx.prepare_cached(FTS_DELETE_SESSION)?.execute([id])?;
         // Every table whose rows a re-ingest replaces, `sessions` and `delegations` included.
@@ -138,19 +262,33 @@ fn delete_file_sessions(tx: &Connection, path: &str) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqlite::Result<usize> {
+fn insert_session(
+    tx: &Connection,
+    s: &SessionRows,
+    source_path: &str,
+    machine: Option<&str>,
+) -> rusqlite::Result<usize> {
     let sid = s.session.session_id.as_str();
     let r = &s.session;
     // `tags` mirrors the session's active tag assertions (they outlive re-ingest).
     tx.prepare_cached(&insert_statement(
         "sessions",
-        &[(
-            "tags",
-            "(SELECT COALESCE(json_group_array(value), '[]') FROM
+        &[
+            (
+                "tags",
+                "(SELECT COALESCE(json_group_array(value), '[]') FROM
                (SELECT DISTINCT value FROM assertions
                 WHERE target_ref = {session_id} AND kind = 'tag' AND status = 'active'
                 ORDER BY value))",
-        )],
+            ),
+            // Sums of the usage rows the session owns: `RESOLVE_USAGE` fills them.
+            ("input_tokens", "0"),
+            ("output_tokens", "0"),
+            ("cache_read_tokens", "0"),
+            ("cache_write_tokens", "0"),
+            ("cache_write_5m_tokens", "0"),
+            ("cache_write_1h_tokens", "0"),
+        ],
     )?)?
     .execute(params![
         sid,
@@ -181,12 +319,9 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         r.user_words,
         r.authored_user_words,
         r.assistant_words,
-        r.input_tokens,
-        r.output_tokens,
-        r.cache_read_tokens,
-        r.cache_write_tokens,
         r.reported_cost_usd,
-        source_path
+        source_path,
+        machine
     ])?;
 
     let mut stmt = tx.prepare_cached(&insert_statement("messages", &[])?)?;
@@ -211,6 +346,8 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
             m.is_sidechain,
             s.turn_id(m.turn),
             s.turn_committed(m.turn),
+            m.tokens.map(|t| t.cache_write_5m()),
+            m.tokens.map(|t| t.cache_write_1h),
         ])?;
     }
 
@@ -384,10 +521,13 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
         ])?;
     }
 
-    let mut stmt = tx.prepare_cached(&insert_statement("usage", &[])?)?;
-    for u in &s.usage {
+    let mut stmt = tx.prepare_cached(&insert_statement("usage_records", &[])?)?;
+    for (seq, u) in s.usage.iter().enumerate() {
         stmt.execute(params![
             sid,
+            u.response_key,
+            u.via.as_str(),
+            u.subagent_session_id,
             u.message_id,
             u.request_id,
             u.model,
@@ -396,9 +536,12 @@ fn insert_session(tx: &Connection, s: &SessionRows, source_path: &str) -> rusqli
             u.tokens.reasoning,
             u.tokens.cache_read,
             u.tokens.cache_write,
+            u.tokens.cache_write_5m(),
+            u.tokens.cache_write_1h,
             u.occurred_at_ms,
             s.turn_id(u.turn),
-            s.turn_committed(u.turn)
+            s.turn_committed(u.turn),
+            seq as i64
         ])?;
     }
     Ok(s.row_count())

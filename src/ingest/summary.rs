@@ -18,6 +18,8 @@ pub struct Summary {
     pub files_changed: usize,
     /// Files already in the archive with the same size and hash.
     pub files_unchanged: usize,
+    /// Append-only files rewritten since they were archived (kept out; `--replace` takes them).
+    pub files_rewritten: usize,
     /// Files of a format quarry does not read.
     pub files_unsupported: usize,
     /// Files that could not be read or written.
@@ -38,6 +40,9 @@ pub struct Summary {
     pub missing_parents: Vec<(String, String)>,
     /// Problems, each naming file, line and reason.
     pub diagnostics: Vec<Diagnostic>,
+    /// What re-deriving the archive's sessions under this version's rules changed, when the
+    /// archive asked for it (written by an older quarry).
+    pub rederived: Option<super::reindex::ReindexSummary>,
     /// Generation before the run.
     pub generation_before: i64,
     /// Generation after the run.
@@ -72,17 +77,21 @@ impl Summary {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "ingested {} files ({} new, {} changed, {} unchanged, {} unsupported, {} failed): {:.1} MB in {:.2}s ({:.1} MB/s)",
+            "ingested {} files ({} new, {} changed, {} unchanged, {} rewritten and kept out, {} unsupported, {} failed): {:.1} MB in {:.2}s ({:.1} MB/s)",
             self.files_seen,
             self.files_new,
             self.files_changed,
             self.files_unchanged,
+            self.files_rewritten,
             self.files_unsupported,
             self.files_failed,
             self.bytes as f64 / 1e6,
             self.elapsed_ms as f64 / 1000.0,
             self.mb_per_s()
         );
+        if let Some(r) = &self.rederived {
+            out.push_str(&r.to_human());
+        }
         let _ = writeln!(
             out,
             "{} records read, {} new rows, generation {} -> {}",

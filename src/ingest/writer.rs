@@ -145,7 +145,7 @@ fn account(summary: &mut Summary, file: PendingFile, result: Result<usize, Strin
         Ok(rows) => {
             summary.rows_written += rows;
             match file.state {
-                FileState::Changed => summary.files_changed += 1,
+                FileState::Appended | FileState::Rewritten => summary.files_changed += 1,
                 _ => summary.files_new += 1,
             }
             for s in &file.sessions {

@@ -177,6 +177,7 @@ pub fn demo(json: bool) -> Result<String, String> {
             paths: vec![corpus],
             owner: Some("demo".into()),
             progress: false,
+            ..Default::default()
         },
     )
     .map_err(|e| e.to_string())?;

@@ -50,6 +50,7 @@ const SESSION_FIELDS: &[Field] = &[
     Field::new("branch_type", K::Enum, col("branch_type"), "how the session branched from its parent", "branch_type:subagent").vals(BRANCH_TYPES).group(),
     Field::new("title", K::Substring, col("title"), "session title substring", "title:refactor"),
     Field::new("owner", K::Equality, col("owner"), "owner given at ingest", "owner:alice").group(),
+    Field::new("machine", K::Equality, col("machine"), "machine the session was first read from (`quarry ingest --machine`, default the host name)", "machine:laptop").group(),
     Field::new("model", K::Equality, col("model"), "main model of the session", "model:claude-opus-4").group(),
     Field::new("git_branch", K::Equality, col("git_branch"), "git branch the session worked on", "git_branch:main").group(),
     Field::new("since", K::Date, col("created_at"), "sessions created on or after a time (ISO date or relative: 7d, 12h, 2w)", "since:7d"),
