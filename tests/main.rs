@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod accounting;
 mod bad_input;
 mod catalog;
 #[cfg(feature = "engine")]

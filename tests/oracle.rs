@@ -1,8 +1,8 @@
 //! An independent reading of transcripts, straight from the JSONL with serde_json, used as the
 //! oracle for ingest figures. It shares no code with the ingest.
 
-use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -138,4 +138,189 @@ pub fn codex(path: &Path) -> CodexFigures {
         f.output_tokens = t["output_tokens"].as_i64().unwrap_or(0);
     }
     f
+}
+
+/// Token figures of one model over a whole Claude Code tree: billed responses and their tokens.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ModelUsage {
+    pub responses: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub cache_write_5m_tokens: i64,
+    pub cache_write_1h_tokens: i64,
+}
+
+/// Usage of a whole Claude Code tree, every billed response once (see [`claude_tree_usage`]).
+#[derive(Debug, Default)]
+pub struct TreeUsage {
+    /// Per model (`None`: the records name none).
+    pub by_model: BTreeMap<Option<String>, ModelUsage>,
+    /// Responses seen only in a parent's `progress` records, per model.
+    pub progress_only: BTreeMap<Option<String>, i64>,
+    /// Files read.
+    pub files: usize,
+    /// Records carrying usage (assistant records and progress records).
+    pub usage_records: i64,
+    /// Assistant records with usage but no `message.id`: each one its own response.
+    pub without_id: i64,
+    /// Progress records with usage but no id: not counted (nothing ties them to a response).
+    pub progress_without_id: i64,
+    /// Response ids whose records name more than one model.
+    pub conflicting_models: Vec<String>,
+    /// Records whose `cache_creation` split does not add up to `cache_creation_input_tokens`.
+    pub split_disagrees: i64,
+}
+
+impl TreeUsage {
+    /// The sum over all models.
+    pub fn total(&self) -> ModelUsage {
+        let mut t = ModelUsage::default();
+        for m in self.by_model.values() {
+            t.responses += m.responses;
+            t.input_tokens += m.input_tokens;
+            t.output_tokens += m.output_tokens;
+            t.cache_read_tokens += m.cache_read_tokens;
+            t.cache_write_tokens += m.cache_write_tokens;
+            t.cache_write_5m_tokens += m.cache_write_5m_tokens;
+            t.cache_write_1h_tokens += m.cache_write_1h_tokens;
+        }
+        t
+    }
+}
+
+/// One response as its records describe it: each token field's largest value, the models named.
+#[derive(Default)]
+struct Response {
+    fields: [i64; 6],
+    in_transcript: bool,
+    /// (model, from a transcript record) → records naming it.
+    models: BTreeMap<(Option<String>, bool), i64>,
+}
+
+impl Response {
+    /// A transcript record's model wins over a progress record's; then the most frequent; then
+    /// the smallest name, so the choice does not depend on the order files are read.
+    fn model(&self) -> Option<String> {
+        self.models
+            .iter()
+            .max_by(|((ma, ta), na), ((mb, tb), nb)| ta.cmp(tb).then(na.cmp(nb)).then(mb.cmp(ma)))
+            .and_then(|((m, _), _)| m.clone())
+    }
+}
+
+/// Token fields of one `usage` object: input, output, cache read, cache write, 5m, 1h. A record
+/// with only `cache_creation_input_tokens` wrote 5-minute entries; the second value says whether
+/// a split disagreed with the total (the total wins, as 5m).
+fn usage_fields(u: &Value) -> ([i64; 6], bool) {
+    let n = |v: &Value| v.as_i64().unwrap_or(0);
+    let write = n(&u["cache_creation_input_tokens"]);
+    let split = &u["cache_creation"];
+    let (w5, w1, disagrees) = if split.is_object() {
+        let (w5, w1) = (
+            n(&split["ephemeral_5m_input_tokens"]),
+            n(&split["ephemeral_1h_input_tokens"]),
+        );
+        if w5 + w1 == write {
+            (w5, w1, false)
+        } else {
+            (write, 0, true)
+        }
+    } else {
+        (write, 0, false)
+    };
+    (
+        [
+            n(&u["input_tokens"]),
+            n(&u["output_tokens"]),
+            n(&u["cache_read_input_tokens"]),
+            write,
+            w5,
+            w1,
+        ],
+        disagrees,
+    )
+}
+
+/// Every `*.jsonl` under `dir`, sorted.
+fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "jsonl"))
+        .map(|e| e.path().to_path_buf())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Usage of every Claude Code file under `dir` (subagent files included), per model. A response
+/// is a `message.id`, counted once across all files whichever records carry it: `assistant`
+/// records (`message`) and a parent's `progress` records (`data.message.message`), so responses
+/// recorded only in a parent's progress records count too. Each token field is its largest value
+/// over the response's records. An assistant record with usage but no id is its own response.
+pub fn claude_tree_usage(dir: &Path) -> TreeUsage {
+    let mut out = TreeUsage::default();
+    let mut responses: HashMap<String, Response> = HashMap::new();
+    for path in jsonl_files(dir) {
+        out.files += 1;
+        let bytes = std::fs::read(&path).expect("read");
+        for (line_no, line) in bytes.split(|b| *b == b'\n').enumerate() {
+            let Ok(v) = serde_json::from_slice::<Value>(line) else {
+                continue;
+            };
+            let (message, in_transcript) = match v["type"].as_str() {
+                Some("assistant") => (&v["message"], true),
+                Some("progress") => (&v["data"]["message"]["message"], false),
+                _ => continue,
+            };
+            let usage = &message["usage"];
+            if !usage.is_object() {
+                continue;
+            }
+            out.usage_records += 1;
+            let key = match message["id"].as_str() {
+                Some(id) if !id.is_empty() => id.to_string(),
+                _ if in_transcript => {
+                    out.without_id += 1;
+                    format!("{}:{line_no}", path.display())
+                }
+                // A progress record without an id cannot be told apart from its transcript.
+                _ => {
+                    out.progress_without_id += 1;
+                    continue;
+                }
+            };
+            let (fields, disagrees) = usage_fields(usage);
+            out.split_disagrees += i64::from(disagrees);
+            let r = responses.entry(key).or_default();
+            for (kept, new) in r.fields.iter_mut().zip(fields) {
+                *kept = (*kept).max(new);
+            }
+            r.in_transcript |= in_transcript;
+            let model = message["model"].as_str().map(str::to_string);
+            *r.models.entry((model, in_transcript)).or_default() += 1;
+        }
+    }
+    for (id, r) in &responses {
+        let named: HashSet<&Option<String>> = r.models.keys().map(|(m, _)| m).collect();
+        if named.len() > 1 {
+            out.conflicting_models.push(id.clone());
+        }
+        let model = r.model();
+        if !r.in_transcript {
+            *out.progress_only.entry(model.clone()).or_default() += 1;
+        }
+        let m = out.by_model.entry(model).or_default();
+        m.responses += 1;
+        m.input_tokens += r.fields[0];
+        m.output_tokens += r.fields[1];
+        m.cache_read_tokens += r.fields[2];
+        m.cache_write_tokens += r.fields[3];
+        m.cache_write_5m_tokens += r.fields[4];
+        m.cache_write_1h_tokens += r.fields[5];
+    }
+    out.conflicting_models.sort();
+    out
 }
