@@ -28,14 +28,31 @@ fn good_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Counts a Claude Code file: user records with content, distinct assistant `message.id`s,
-/// distinct tool_use ids, and tokens with each (message.id, requestId) billed once at its largest
-/// output.
+/// Counts a Claude Code file ingested alone: user records with content, distinct assistant
+/// `message.id`s, distinct tool_use ids, and tokens with each `message.id` billed once at the
+/// largest value of each field — including the responses only the file's `progress` records
+/// carry (a subagent's, whose own file is absent, so the file's session owns them).
 pub fn claude(path: &Path, include_sidechain: bool) -> ClaudeFigures {
     let mut f = ClaudeFigures::default();
     let mut assistant_ids = HashSet::new();
     let mut tool_ids = HashSet::new();
-    let mut usage: HashMap<(String, String), Value> = HashMap::new();
+    let mut usage: HashMap<String, [i64; 4]> = HashMap::new();
+    let mut progress: HashMap<String, [i64; 4]> = HashMap::new();
+    let counts = |u: &Value| {
+        [
+            "input_tokens",
+            "output_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+        ]
+        .map(|k| u[k].as_i64().unwrap_or(0))
+    };
+    let keep_max = |into: &mut HashMap<String, [i64; 4]>, id: String, c: [i64; 4]| {
+        let slot = into.entry(id).or_insert([0; 4]);
+        for (s, v) in slot.iter_mut().zip(c) {
+            *s = (*s).max(v);
+        }
+    };
     for v in good_lines(path) {
         if !include_sidechain && v["isSidechain"] == Value::Bool(true) {
             continue;
@@ -66,26 +83,31 @@ pub fn claude(path: &Path, include_sidechain: bool) -> ClaudeFigures {
                 }
                 let u = &v["message"]["usage"];
                 if u.is_object() {
-                    let key = (id, v["requestId"].as_str().unwrap_or_default().to_string());
-                    let keep = usage.get(&key).is_none_or(|old| {
-                        u["output_tokens"].as_i64() >= old["output_tokens"].as_i64()
-                    });
-                    if keep {
-                        usage.insert(key, u.clone());
-                    }
+                    keep_max(&mut usage, id, counts(u));
+                }
+            }
+            Some("progress") => {
+                let m = &v["data"]["message"]["message"];
+                if m["usage"].is_object()
+                    && let Some(id) = m["id"].as_str()
+                {
+                    keep_max(&mut progress, id.to_string(), counts(&m["usage"]));
                 }
             }
             _ => {}
         }
     }
+    for (id, c) in progress {
+        keep_max(&mut usage, id, c);
+    }
     f.assistant_messages = assistant_ids.len() as i64;
     f.tool_uses = tool_ids.len() as i64;
     f.usage_rows = usage.len() as i64;
-    for u in usage.values() {
-        f.input_tokens += u["input_tokens"].as_i64().unwrap_or(0);
-        f.output_tokens += u["output_tokens"].as_i64().unwrap_or(0);
-        f.cache_read_tokens += u["cache_read_input_tokens"].as_i64().unwrap_or(0);
-        f.cache_write_tokens += u["cache_creation_input_tokens"].as_i64().unwrap_or(0);
+    for [input, output, cache_read, cache_write] in usage.values() {
+        f.input_tokens += input;
+        f.output_tokens += output;
+        f.cache_read_tokens += cache_read;
+        f.cache_write_tokens += cache_write;
     }
     f
 }

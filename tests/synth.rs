@@ -141,10 +141,36 @@ fn grown_and_rewritten_files_are_brought_up_to_date() {
         before + 1
     );
 
-    // Rewrite with fewer lines: the file's sessions are replaced, not merged.
+    // Rewrite with fewer lines: the archived session is kept (the source lost records, the
+    // archive does not), with a warning naming the file.
     let lines: Vec<&str> = text.lines().collect();
     std::fs::write(&file, lines[..lines.len() / 2].join("\n") + "\n").unwrap();
-    ingest(&archive, &[&corpus]);
+    let rewritten = ingest(&archive, &[&corpus]);
+    assert_eq!(rewritten["files_rewritten"], 1);
+    assert!(
+        rewritten["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["kind"] == "source_rewritten"),
+        "{rewritten}"
+    );
+    assert_eq!(
+        scalar(&open(&archive), "SELECT COUNT(*) FROM events_raw", []),
+        before + 1
+    );
+    // Asked to, the rewrite replaces the file's sessions (not merged).
+    let mut args = vec![
+        "--archive".to_string(),
+        archive.display().to_string(),
+        "--format".into(),
+        "json".into(),
+        "ingest".into(),
+        "--replace".into(),
+        file.display().to_string(),
+    ];
+    args.push(corpus.display().to_string());
+    quarry_json(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let now = scalar(&open(&archive), "SELECT COUNT(*) FROM events_raw", []);
     assert_eq!(now, before - (lines.len() - lines.len() / 2) as i64);
     // Unchanged: nothing written, generation kept.
