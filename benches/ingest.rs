@@ -45,6 +45,7 @@ fn bench_ingest(c: &mut Criterion) {
                     paths: vec![dir.clone()],
                     owner: None,
                     progress: false,
+                    ..IngestOptions::default()
                 };
                 let _ = ingest(&mut archive, &options);
             },

@@ -94,8 +94,20 @@ fn row(
 /// 5-minute writes) are the parent's own.
 fn parent_rows() -> Vec<Row> {
     vec![
-        row("claude:msg_A", S1, "transcript", [3, 12, 1000, 300, 100, 200], true),
-        row("claude:msg_D", S1, "transcript", [1, 7, 1300, 50, 50, 0], true),
+        row(
+            "claude:msg_A",
+            S1,
+            "transcript",
+            [3, 12, 1000, 300, 100, 200],
+            true,
+        ),
+        row(
+            "claude:msg_D",
+            S1,
+            "transcript",
+            [1, 7, 1300, 50, 50, 0],
+            true,
+        ),
     ]
 }
 
@@ -119,7 +131,10 @@ fn assert_sessions_sum_usage(archive: &Path) {
             ),
             [],
         );
-        assert_eq!(mismatched, 0, "sessions.{column} differs from its usage rows");
+        assert_eq!(
+            mismatched, 0,
+            "sessions.{column} differs from its usage rows"
+        );
         assert_eq!(
             scalar(&conn, &format!("SELECT SUM({column}) FROM sessions"), []),
             scalar(&conn, &format!("SELECT SUM({column}) FROM usage"), []),
@@ -144,18 +159,38 @@ fn a_subagent_whose_file_is_absent_is_counted_once_from_progress_records() {
     let mut expected = parent_rows();
     // msg_B streams twice (output 3, then 9): one row at its largest; the subagent is absent,
     // so the parent owns both responses, without messages.
-    expected.push(row("claude:msg_B", S1, "progress", [2, 9, 500, 40, 0, 40], false));
-    expected.push(row("claude:msg_C", S1, "progress", [4, 20, 540, 0, 0, 0], false));
+    expected.push(row(
+        "claude:msg_B",
+        S1,
+        "progress",
+        [2, 9, 500, 40, 0, 40],
+        false,
+    ));
+    expected.push(row(
+        "claude:msg_C",
+        S1,
+        "progress",
+        [4, 20, 540, 0, 0, 0],
+        false,
+    ));
     expected.sort();
     assert_eq!(usage(&archive), expected);
     let conn = open(&archive);
     assert_eq!(
-        scalar(&conn, "SELECT output_tokens FROM sessions WHERE session_id = ?1", [S1]),
+        scalar(
+            &conn,
+            "SELECT output_tokens FROM sessions WHERE session_id = ?1",
+            [S1]
+        ),
         12 + 7 + 9 + 20
     );
     // No messages for progress-only responses: the parent's messages are its own records.
     assert_eq!(
-        scalar(&conn, "SELECT COUNT(*) FROM messages WHERE role = 'assistant'", []),
+        scalar(
+            &conn,
+            "SELECT COUNT(*) FROM messages WHERE role = 'assistant'",
+            []
+        ),
         2
     );
     assert_sessions_sum_usage(&archive);
@@ -167,8 +202,20 @@ fn a_subagent_whose_file_is_present_is_not_counted_twice() {
     let archive = dir.path().join("a.db");
     ingest(&archive, &[&parent_file(), &subagent_file()]);
     let mut expected = parent_rows();
-    expected.push(row("claude:msg_B", SUB, "transcript", [2, 9, 500, 40, 0, 40], true));
-    expected.push(row("claude:msg_C", SUB, "transcript", [4, 20, 540, 0, 0, 0], true));
+    expected.push(row(
+        "claude:msg_B",
+        SUB,
+        "transcript",
+        [2, 9, 500, 40, 0, 40],
+        true,
+    ));
+    expected.push(row(
+        "claude:msg_C",
+        SUB,
+        "transcript",
+        [4, 20, 540, 0, 0, 0],
+        true,
+    ));
     expected.sort();
     assert_eq!(usage(&archive), expected);
     let conn = open(&archive);
@@ -182,11 +229,19 @@ fn a_subagent_whose_file_is_present_is_not_counted_twice() {
         "the subagent's transcript and the parent's progress records"
     );
     assert_eq!(
-        scalar(&conn, "SELECT output_tokens FROM sessions WHERE session_id = ?1", [S1]),
+        scalar(
+            &conn,
+            "SELECT output_tokens FROM sessions WHERE session_id = ?1",
+            [S1]
+        ),
         19
     );
     assert_eq!(
-        scalar(&conn, "SELECT output_tokens FROM sessions WHERE session_id = ?1", [SUB]),
+        scalar(
+            &conn,
+            "SELECT output_tokens FROM sessions WHERE session_id = ?1",
+            [SUB]
+        ),
         29
     );
     assert_sessions_sum_usage(&archive);
@@ -216,9 +271,12 @@ fn a_subagent_file_arriving_after_its_parent_gives_the_same_answer() {
 fn a_resumed_session_replays_its_responses_without_owning_them() {
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("a.db");
-    let resumed =
-        fixtures().join("resumed/projects/-home-dev-acme/22222222-2222-4222-8222-222222222222.jsonl");
-    for order in [[parent_file(), resumed.clone()], [resumed.clone(), parent_file()]] {
+    let resumed = fixtures()
+        .join("resumed/projects/-home-dev-acme/22222222-2222-4222-8222-222222222222.jsonl");
+    for order in [
+        [parent_file(), resumed.clone()],
+        [resumed.clone(), parent_file()],
+    ] {
         let _ = std::fs::remove_file(&archive);
         for file in &order {
             ingest(&archive, &[file]);
@@ -226,7 +284,10 @@ fn a_resumed_session_replays_its_responses_without_owning_them() {
         let rows = usage(&archive);
         let a: Vec<&Row> = rows.iter().filter(|r| r.key == "claude:msg_A").collect();
         assert_eq!(a.len(), 1, "msg_A once: {rows:?}");
-        assert_eq!(a[0].session, S1, "owned by the session that recorded it first");
+        assert_eq!(
+            a[0].session, S1,
+            "owned by the session that recorded it first"
+        );
         let e = rows.iter().find(|r| r.key == "claude:msg_E").unwrap();
         assert_eq!((e.session.as_str(), e.output), (S2, 11));
         let conn = open(&archive);
@@ -240,7 +301,11 @@ fn a_resumed_session_replays_its_responses_without_owning_them() {
             2
         );
         assert_eq!(
-            scalar(&conn, "SELECT output_tokens FROM sessions WHERE session_id = ?1", [S2]),
+            scalar(
+                &conn,
+                "SELECT output_tokens FROM sessions WHERE session_id = ?1",
+                [S2]
+            ),
             11
         );
         assert_sessions_sum_usage(&archive);
@@ -280,7 +345,11 @@ fn a_forked_codex_session_counts_the_replayed_prefix_once() {
     assert_eq!(sums(fork), [1, 5_000, 29_000, 1_000, 600]);
     assert_eq!(scalar(&conn, "SELECT COUNT(*) FROM usage", []), 4);
     assert_eq!(
-        scalar(&conn, "SELECT COUNT(*) FROM usage WHERE record_count = 2", []),
+        scalar(
+            &conn,
+            "SELECT COUNT(*) FROM usage WHERE record_count = 2",
+            []
+        ),
         2
     );
     // Both sessions keep their messages.
@@ -415,12 +484,14 @@ fn the_same_session_from_two_machines_is_one_session() {
 fn a_shrunken_source_file_keeps_its_archived_session() {
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("a.db");
-    let file = copy_into(&parent_file(), dir.path(), "p/11111111-1111-4111-8111-111111111111.jsonl");
+    let file = copy_into(
+        &parent_file(),
+        dir.path(),
+        "p/11111111-1111-4111-8111-111111111111.jsonl",
+    );
     ingest(&archive, &[&file]);
     let before = usage(&archive);
-    let messages = |archive: &Path| {
-        scalar(&open(archive), "SELECT COUNT(*) FROM messages", [])
-    };
+    let messages = |archive: &Path| scalar(&open(archive), "SELECT COUNT(*) FROM messages", []);
     let archived_messages = messages(&archive);
     // The vendor rewrites the file to one line.
     let first_line = std::fs::read_to_string(&file).unwrap();
@@ -468,13 +539,29 @@ fn an_archive_of_the_previous_version_is_rederived_without_its_sources() {
     assert_eq!(out["sessions"], 1, "{out}");
     assert_eq!(out["usage_rows"], serde_json::json!([2, 4]), "{out}");
     let mut expected = parent_rows();
-    expected.push(row("claude:msg_B", S1, "progress", [2, 9, 500, 40, 0, 40], false));
-    expected.push(row("claude:msg_C", S1, "progress", [4, 20, 540, 0, 0, 0], false));
+    expected.push(row(
+        "claude:msg_B",
+        S1,
+        "progress",
+        [2, 9, 500, 40, 0, 40],
+        false,
+    ));
+    expected.push(row(
+        "claude:msg_C",
+        S1,
+        "progress",
+        [4, 20, 540, 0, 0, 0],
+        false,
+    ));
     expected.sort();
     assert_eq!(usage(&archive), expected);
     let conn = open(&archive);
     assert_eq!(
-        scalar(&conn, "SELECT COUNT(*) FROM sessions WHERE owner = 'alice'", []),
+        scalar(
+            &conn,
+            "SELECT COUNT(*) FROM sessions WHERE owner = 'alice'",
+            []
+        ),
         1,
         "the owner given at the original ingest stays"
     );

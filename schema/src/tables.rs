@@ -805,7 +805,11 @@ const USAGE_RECORDS: Table = Table {
     doc: "one response as one session's file recorded it (the input `usage` is resolved from)",
     kind: TableKind::Bookkeeping,
     columns: &[
-        req("session_id", Text, "the session whose file carries the record"),
+        req(
+            "session_id",
+            Text,
+            "the session whose file carries the record",
+        ),
         req("response_key", Text, "as in `usage`"),
         req("recorded_via", Text, "`transcript` or `progress`"),
         opt(
@@ -813,7 +817,11 @@ const USAGE_RECORDS: Table = Table {
             Text,
             "for a progress record: the subagent session it streams (`<parent>/agent-<agentId>`)",
         ),
-        opt("message_id", Text, "the message in this session (transcript records)"),
+        opt(
+            "message_id",
+            Text,
+            "the message in this session (transcript records)",
+        ),
         opt("request_id", Text, "the provider's request id"),
         opt("model", Text, "model"),
         req("input_tokens", Integer, "as in `usage`"),

@@ -361,7 +361,8 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         }
         Command::Reindex => {
             let archive = open_archive(cli.archive)?;
-            let summary = crate::ingest::reindex::reindex(archive.conn()).map_err(Failure::runtime)?;
+            let summary =
+                crate::ingest::reindex::reindex(archive.conn()).map_err(Failure::runtime)?;
             if json {
                 emit(&format!(
                     "{}\n",

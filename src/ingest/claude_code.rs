@@ -501,7 +501,8 @@ fn read_progress(
         request_id: str_field(streamed, "requestId"),
         model: str_field(message, "model"),
         tokens,
-        occurred_at_ms: json_time(streamed.get("timestamp")).or_else(|| json_time(record.get("timestamp"))),
+        occurred_at_ms: json_time(streamed.get("timestamp"))
+            .or_else(|| json_time(record.get("timestamp"))),
         event_index,
     };
     merge_usage(session, b, draft);
@@ -546,14 +547,12 @@ type Place<'a> = (&'a str, usize);
 fn claude_tokens(usage: &Value, place: &Place<'_>, parsed: &mut ParsedFile) -> Tokens {
     let get = |v: &Value, k: &str| v.get(k).and_then(Value::as_i64);
     let cache_write = get(usage, "cache_creation_input_tokens").unwrap_or(0);
-    let split = usage
-        .get("cache_creation")
-        .map(|c| {
-            (
-                get(c, "ephemeral_5m_input_tokens").unwrap_or(0),
-                get(c, "ephemeral_1h_input_tokens").unwrap_or(0),
-            )
-        });
+    let split = usage.get("cache_creation").map(|c| {
+        (
+            get(c, "ephemeral_5m_input_tokens").unwrap_or(0),
+            get(c, "ephemeral_1h_input_tokens").unwrap_or(0),
+        )
+    });
     let cache_write_1h = match split {
         Some((m5, h1)) if m5 + h1 == cache_write => h1,
         Some((m5, h1)) => {

@@ -76,7 +76,7 @@ pub enum IngestError {
 /// One unit of work handed from the parser thread to the writer.
 enum Work {
     /// A file to (re)write.
-    Write(writer::PendingFile),
+    Write(Box<writer::PendingFile>),
     /// A file that needs nothing (unchanged) or cannot be ingested (unsupported, unreadable).
     Skip {
         bytes: u64,
@@ -124,11 +124,7 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
     let context = FileContext {
         owner: options.owner.clone(),
         machine: options.machine.clone(),
-        replace: options
-            .replace
-            .iter()
-            .map(|p| canonical_name(p))
-            .collect(),
+        replace: options.replace.iter().map(|p| canonical_name(p)).collect(),
     };
     let (sender, receiver) = mpsc::sync_channel::<Work>(2);
     let parser = std::thread::spawn(move || parse_all(candidates, &archive_path, &context, sender));
@@ -165,7 +161,7 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
                     "{} files, {} records",
                     summary.files_seen, summary.records
                 ));
-                if let Err(e) = writer.push(archive.conn(), file, &mut summary) {
+                if let Err(e) = writer.push(archive.conn(), *file, &mut summary) {
                     write_error = Some(e);
                     break;
                 }
@@ -342,9 +338,10 @@ fn prepare_file(
     let mut sessions = Vec::with_capacity(parsed.sessions.len());
     for mut draft in std::mem::take(&mut parsed.sessions) {
         let mut id = draft.session_id();
-        let claim = claimed.get(&id).map(|c| (c.path.clone(), c.size)).or_else(|| {
-            conn.and_then(|c| store::session_source(c, &id).ok().flatten())
-        });
+        let claim = claimed
+            .get(&id)
+            .map(|c| (c.path.clone(), c.size))
+            .or_else(|| conn.and_then(|c| store::session_source(c, &id).ok().flatten()));
         if let Some((other, other_size)) = claim.filter(|(p, _)| *p != name) {
             if same_file_name(&other, &name) {
                 // The same session file from another folder or machine (a synced or copied
@@ -382,7 +379,7 @@ fn prepare_file(
             .diagnostics
             .extend(missing_from_export(conn, &name, &sessions));
     }
-    Work::Write(writer::PendingFile {
+    Work::Write(Box::new(writer::PendingFile {
         stamp: FileStamp {
             path: name,
             origin,
@@ -396,7 +393,7 @@ fn prepare_file(
         state,
         sessions,
         parsed,
-    })
+    }))
 }
 
 /// Whether two archived paths name the same file in different folders (`<session>.jsonl` on
@@ -422,9 +419,7 @@ fn missing_from_export(
             file: name.to_string(),
             line: None,
             kind: "conversation_missing",
-            reason: format!(
-                "session {id} is not in the new export; it stays archived as it was"
-            ),
+            reason: format!("session {id} is not in the new export; it stays archived as it was"),
         })
         .collect()
 }

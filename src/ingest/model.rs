@@ -84,7 +84,10 @@ impl Tokens {
             },
             cache_read: self.cache_read.max(other.cache_read),
             cache_write,
-            cache_write_1h: self.cache_write_1h.max(other.cache_write_1h).min(cache_write),
+            cache_write_1h: self
+                .cache_write_1h
+                .max(other.cache_write_1h)
+                .min(cache_write),
         }
     }
 

@@ -100,7 +100,10 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
         })?
         .collect::<Result<_, _>>()?
     };
-    for stamp in files.into_iter().filter(|f| LINE_ORIGINS.contains(&f.origin.as_str())) {
+    for stamp in files
+        .into_iter()
+        .filter(|f| LINE_ORIGINS.contains(&f.origin.as_str()))
+    {
         let sessions = rederive_file(conn, &stamp, &mut summary.diagnostics)?;
         conn.execute_batch("BEGIN IMMEDIATE")?;
         match store::write_file(conn, &stamp, &sessions) {
@@ -175,8 +178,9 @@ fn file_lines(
     conn: &Connection,
     sessions: &[(String, Option<String>, Option<String>)],
 ) -> Result<Vec<u8>, IngestError> {
-    let mut stmt =
-        conn.prepare_cached("SELECT time, payload FROM events_raw WHERE session_id = ?1 ORDER BY seq")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT time, payload FROM events_raw WHERE session_id = ?1 ORDER BY seq",
+    )?;
     let mut records: Vec<(i64, usize, usize, String)> = Vec::new();
     for (rank, (id, _, _)) in sessions.iter().enumerate() {
         let mut last = i64::MIN;

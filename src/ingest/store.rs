@@ -166,8 +166,7 @@ fn write_file_rows(
             .and_then(|(_, m)| m.clone())
             .or_else(|| stamp.machine.clone());
         rows += insert_session(tx, s, &stamp.path, machine.as_deref())?;
-        let mut stmt =
-            tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1)")?;
+        let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1)")?;
         for u in &s.usage {
             stmt.execute([&u.response_key])?;
         }
@@ -228,10 +227,7 @@ fn first_machines(
     let mut found = Vec::new();
     for s in sessions {
         let id = &s.session.session_id;
-        let machine: Option<String> = stmt
-            .query_row([id], |r| r.get(0))
-            .optional()?
-            .flatten();
+        let machine: Option<String> = stmt.query_row([id], |r| r.get(0)).optional()?.flatten();
         found.push((id.clone(), machine));
     }
     Ok(found)
