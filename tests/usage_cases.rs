@@ -567,3 +567,50 @@ fn an_archive_of_the_previous_version_is_rederived_without_its_sources() {
     );
     assert_sessions_sum_usage(&archive);
 }
+
+#[test]
+fn a_conversation_missing_from_a_new_export_stays_archived() {
+    let Some(corpus) = crate::support::corpus() else {
+        return;
+    };
+    let fixtures = corpus.join("polylogue-fixtures");
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(fixtures.join(name)).unwrap()).unwrap()
+    };
+    let first = read("tests__fixtures__origin-capability__chatgpt-export.json");
+    let second = read("tests__fixtures__chatgpt__native-conversation-v1.json");
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("conversations.json");
+    let archive = dir.path().join("a.db");
+    std::fs::write(&export, serde_json::json!([first, second]).to_string()).unwrap();
+    ingest(&archive, &[&export]);
+    let sessions = |archive: &Path| scalar(&open(archive), "SELECT COUNT(*) FROM sessions", []);
+    assert_eq!(sessions(&archive), 2);
+    let second_id = format!("chatgpt-export:{}", second["id"].as_str().unwrap());
+    let messages_of_second = scalar(
+        &open(&archive),
+        "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
+        [&second_id],
+    );
+    assert!(messages_of_second > 0);
+    // The next export lacks the second conversation (deleted at the vendor).
+    std::fs::write(&export, serde_json::json!([first]).to_string()).unwrap();
+    let summary = ingest(&archive, &[&export]);
+    assert_eq!(sessions(&archive), 2, "{summary}");
+    let missing: Vec<_> = summary["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "conversation_missing")
+        .collect();
+    assert_eq!(missing.len(), 1, "{summary}");
+    assert!(missing[0]["reason"].as_str().unwrap().contains(&second_id));
+    assert_eq!(
+        scalar(
+            &open(&archive),
+            "SELECT COUNT(*) FROM messages WHERE session_id = ?1",
+            [&second_id],
+        ),
+        messages_of_second
+    );
+}

@@ -318,7 +318,7 @@ CREATE TABLE usage_records (
     turn_committed         INTEGER,
     seq                    INTEGER NOT NULL,
     PRIMARY KEY (session_id, response_key, recorded_via)
-);
+) WITHOUT ROWID;
 CREATE INDEX usage_records_key ON usage_records (response_key);
 CREATE INDEX usage_records_subagent ON usage_records (subagent_session_id)
     WHERE subagent_session_id IS NOT NULL;
@@ -356,18 +356,19 @@ SELECT session_id, response_key, message_id, request_id, model, input_tokens, ou
        cache_write_1h_tokens, occurred_at_ms, turn_id, turn_committed, recorded_via, 1
 FROM usage_records;
 
-INSERT INTO meta (key, value) VALUES ('rederive', 'pending')
+INSERT INTO meta (key, value) SELECT 'rederive', 'pending' WHERE EXISTS (SELECT 1 FROM sessions)
     ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 "#;
 
 /// Creates (once per connection) and empties the temporary tables [`RESOLVE_USAGE`] reads: the
 /// response keys whose `usage` row must be resolved again, and sessions whose token sums must be
 /// summed again whether or not they own one of those keys (a session just written).
-pub const AFFECTED_TABLES: &str = "
-CREATE TEMP TABLE IF NOT EXISTS affected_keys (key TEXT PRIMARY KEY);
-CREATE TEMP TABLE IF NOT EXISTS affected_sessions (session_id TEXT PRIMARY KEY);
-DELETE FROM temp.affected_keys;
-DELETE FROM temp.affected_sessions;";
+pub const AFFECTED_TABLES: &[&str] = &[
+    "CREATE TEMP TABLE IF NOT EXISTS affected_keys (key TEXT PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS affected_sessions (session_id TEXT PRIMARY KEY)",
+    "DELETE FROM temp.affected_keys",
+    "DELETE FROM temp.affected_sessions",
+];
 
 /// Re-resolves the `usage` rows of every key in `temp.affected_keys` from `usage_records`, and
 /// the token sums of every session that owned or now owns one of them (plus the sessions listed
@@ -376,54 +377,54 @@ DELETE FROM temp.affected_sessions;";
 /// for a response only progress records carry — the subagent's session when it is in the
 /// archive, else the earliest recording session; each token count is the largest over the
 /// records, and the 1-hour cache writes never exceed the total (the rest are 5-minute).
-pub const RESOLVE_USAGE: &str = "
-INSERT OR IGNORE INTO temp.affected_sessions
-    SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys);
-DELETE FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys);
-INSERT INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
-                   output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
-                   cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
-                   turn_committed, recorded_via, record_count)
-SELECT owner, response_key,
-       CASE WHEN owner = session_id THEN message_id END, request_id, model,
-       max_input, max_output, max_reasoning, max_cache_read, max_cache_write,
-       max_cache_write - MIN(max_cache_write_1h, max_cache_write), MIN(max_cache_write_1h, max_cache_write),
-       occurred_at_ms,
-       CASE WHEN owner = session_id THEN turn_id END,
-       CASE WHEN owner = session_id THEN turn_committed END,
-       recorded_via, record_count
-FROM (
-    SELECT r.*,
-           CASE WHEN r.recorded_via = 'progress' AND r.subagent_session_id IS NOT NULL
-                     AND EXISTS (SELECT 1 FROM sessions c WHERE c.session_id = r.subagent_session_id)
-                THEN r.subagent_session_id ELSE r.session_id END AS owner,
-           ROW_NUMBER() OVER (PARTITION BY r.response_key
-                              ORDER BY r.recorded_via = 'progress', s.created_at IS NULL,
-                                       s.created_at, r.session_id, r.seq) AS rank,
-           MAX(r.input_tokens) OVER k AS max_input,
-           MAX(r.output_tokens) OVER k AS max_output,
-           MAX(r.reasoning_tokens) OVER k AS max_reasoning,
-           MAX(r.cache_read_tokens) OVER k AS max_cache_read,
-           MAX(r.cache_write_tokens) OVER k AS max_cache_write,
-           MAX(r.cache_write_1h_tokens) OVER k AS max_cache_write_1h,
-           COUNT(*) OVER k AS record_count
-    FROM usage_records r LEFT JOIN sessions s ON s.session_id = r.session_id
-    WHERE r.response_key IN (SELECT key FROM temp.affected_keys)
-    WINDOW k AS (PARTITION BY r.response_key)
-)
-WHERE rank = 1;
-INSERT OR IGNORE INTO temp.affected_sessions
-    SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys);
-UPDATE sessions SET
-    input_tokens = COALESCE((SELECT SUM(input_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
-    output_tokens = COALESCE((SELECT SUM(output_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
-    cache_read_tokens = COALESCE((SELECT SUM(cache_read_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
-    cache_write_tokens = COALESCE((SELECT SUM(cache_write_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
-    cache_write_5m_tokens = COALESCE((SELECT SUM(cache_write_5m_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0),
-    cache_write_1h_tokens = COALESCE((SELECT SUM(cache_write_1h_tokens) FROM usage u WHERE u.session_id = sessions.session_id), 0)
-WHERE session_id IN (SELECT session_id FROM temp.affected_sessions);
-DELETE FROM temp.affected_keys;
-DELETE FROM temp.affected_sessions;";
+pub const RESOLVE_USAGE: &[&str] = &[
+    "INSERT OR IGNORE INTO temp.affected_sessions
+         SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
+    "DELETE FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
+    "INSERT INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
+                        output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
+                        cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
+                        turn_committed, recorded_via, record_count)
+     SELECT owner, response_key,
+            CASE WHEN owner = session_id THEN message_id END, request_id, model,
+            max_input, max_output, max_reasoning, max_cache_read, max_cache_write,
+            max_cache_write - MIN(max_cache_write_1h, max_cache_write), MIN(max_cache_write_1h, max_cache_write),
+            occurred_at_ms,
+            CASE WHEN owner = session_id THEN turn_id END,
+            CASE WHEN owner = session_id THEN turn_committed END,
+            recorded_via, record_count
+     FROM (
+         SELECT r.*,
+                CASE WHEN r.recorded_via = 'progress' AND r.subagent_session_id IS NOT NULL
+                          AND EXISTS (SELECT 1 FROM sessions c WHERE c.session_id = r.subagent_session_id)
+                     THEN r.subagent_session_id ELSE r.session_id END AS owner,
+                ROW_NUMBER() OVER (PARTITION BY r.response_key
+                                   ORDER BY r.recorded_via = 'progress', s.created_at IS NULL,
+                                            s.created_at, r.session_id, r.seq) AS rank,
+                MAX(r.input_tokens) OVER k AS max_input,
+                MAX(r.output_tokens) OVER k AS max_output,
+                MAX(r.reasoning_tokens) OVER k AS max_reasoning,
+                MAX(r.cache_read_tokens) OVER k AS max_cache_read,
+                MAX(r.cache_write_tokens) OVER k AS max_cache_write,
+                MAX(r.cache_write_1h_tokens) OVER k AS max_cache_write_1h,
+                COUNT(*) OVER k AS record_count
+         FROM usage_records r LEFT JOIN sessions s ON s.session_id = r.session_id
+         WHERE r.response_key IN (SELECT key FROM temp.affected_keys)
+         WINDOW k AS (PARTITION BY r.response_key)
+     )
+     WHERE rank = 1",
+    "INSERT OR IGNORE INTO temp.affected_sessions
+         SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
+    "UPDATE sessions SET (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                          cache_write_5m_tokens, cache_write_1h_tokens) =
+         (SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+                 COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),
+                 COALESCE(SUM(cache_write_5m_tokens), 0), COALESCE(SUM(cache_write_1h_tokens), 0)
+          FROM usage u WHERE u.session_id = sessions.session_id)
+     WHERE session_id IN (SELECT session_id FROM temp.affected_sessions)",
+    "DELETE FROM temp.affected_keys",
+    "DELETE FROM temp.affected_sessions",
+];
 
 /// Removes one session's blocks (`?1` = session id) from the full-text index; run before the
 /// blocks themselves are deleted.

@@ -115,6 +115,9 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
         generation_before: archive.generation()?,
         ..Summary::default()
     };
+    // Every statement a file's write runs (one INSERT per table, the usage resolution, the
+    // bookkeeping) stays prepared: rusqlite's default cache of 16 would re-prepare them.
+    archive.conn().set_prepared_statement_cache_capacity(64);
     if reindex::pending(archive.conn())? {
         summary.rederived = Some(reindex::reindex(archive.conn())?);
     }

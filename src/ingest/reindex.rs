@@ -72,6 +72,7 @@ const LINE_ORIGINS: &[&str] = &["claude-code-session", "codex-session", "gemini-
 
 /// Re-derives every JSONL transcript session of the archive from `events_raw`.
 pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
+    conn.set_prepared_statement_cache_capacity(64);
     let mut summary = ReindexSummary {
         usage_rows: (count(conn, "SELECT COUNT(*) FROM usage")?, 0),
         tokens_before: token_sums(conn)?,

@@ -117,12 +117,12 @@ fn write_file_rows(
     stamp: &FileStamp,
     sessions: &[SessionRows],
 ) -> rusqlite::Result<usize> {
-    tx.execute_batch(AFFECTED_TABLES)?;
-    let first_machine = first_machines(tx, sessions)?;
+    run_all(tx, AFFECTED_TABLES)?;
     let mut old_ids = file_session_ids(tx, &stamp.path)?;
     if stamp.keep_missing {
         old_ids.retain(|id| sessions.iter().any(|s| &s.session.session_id == id));
     }
+    let held = held_sessions(tx, sessions)?;
     // Every response this file recorded before, or now records, or that progress records
     // attribute to one of its sessions, is resolved again once the file's rows are replaced.
     for id in old_ids
@@ -143,35 +143,36 @@ fn write_file_rows(
     }
     delete_sessions(tx, &old_ids)?;
     // A session another file held before (a copy this file supersedes) moves to this file.
-    let moved: Vec<String> = sessions
+    let moved: Vec<String> = held
         .iter()
-        .map(|s| s.session.session_id.clone())
-        .filter(|id| !old_ids.contains(id))
+        .filter(|h| h.path.as_deref().is_some_and(|p| p != stamp.path))
+        .map(|h| h.id.clone())
         .collect();
-    let superseded = superseded_copies(tx, &moved, &stamp.path)?;
     delete_sessions(tx, &moved)?;
-    for path in &superseded {
+    let mut superseded: Vec<&str> = held
+        .iter()
+        .filter_map(|h| h.path.as_deref())
+        .filter(|p| *p != stamp.path)
+        .collect();
+    superseded.dedup();
+    for path in superseded {
         tx.prepare_cached(
             "UPDATE source_files SET copy_of = ?2,
                  sessions = (SELECT COUNT(*) FROM sessions WHERE source_path = ?1)
              WHERE path = ?1",
         )?
-        .execute([path, &stamp.path])?;
+        .execute([path, stamp.path.as_str()])?;
     }
     let mut rows = 0;
-    for s in sessions {
-        let machine = first_machine
-            .iter()
-            .find(|(id, _)| *id == s.session.session_id)
-            .and_then(|(_, m)| m.clone())
-            .or_else(|| stamp.machine.clone());
+    for (s, h) in sessions.iter().zip(&held) {
+        let machine = h.machine.clone().or_else(|| stamp.machine.clone());
         rows += insert_session(tx, s, &stamp.path, machine.as_deref())?;
         let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1)")?;
         for u in &s.usage {
             stmt.execute([&u.response_key])?;
         }
     }
-    tx.execute_batch(RESOLVE_USAGE)?;
+    run_all(tx, RESOLVE_USAGE)?;
     let generation = bump_generation(tx).map_err(|e| match e {
         quarry_providers::ArchiveError::Sqlite(e) => e,
         other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
@@ -194,43 +195,36 @@ fn write_file_rows(
     Ok(rows)
 }
 
-/// The files other than `path` that held `moved` sessions (copies this file supersedes).
-fn superseded_copies(
-    tx: &Connection,
-    moved: &[String],
-    path: &str,
-) -> rusqlite::Result<Vec<String>> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT source_path FROM sessions WHERE session_id = ?1 AND source_path != ?2",
-    )?;
-    let mut paths: Vec<String> = Vec::new();
-    for id in moved {
-        if let Some(p) = stmt
-            .query_row([id.as_str(), path], |r| r.get::<_, String>(0))
-            .optional()?
-            && !paths.contains(&p)
-        {
-            paths.push(p);
-        }
+/// Runs each statement, prepared once per connection.
+fn run_all(tx: &Connection, statements: &[&str]) -> rusqlite::Result<()> {
+    for sql in statements {
+        tx.prepare_cached(sql)?.execute([])?;
     }
-    Ok(paths)
+    Ok(())
 }
 
-/// The machine each of `sessions` was first read from, when the archive already holds it.
-fn first_machines(
-    tx: &Connection,
-    sessions: &[SessionRows],
-) -> rusqlite::Result<Vec<(String, Option<String>)>> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT machine FROM sessions WHERE session_id = ?1 AND machine IS NOT NULL",
-    )?;
-    let mut found = Vec::new();
+/// Where the archive already holds one of a file's sessions: the file it came from and the
+/// machine it was first read from.
+struct Held {
+    id: String,
+    path: Option<String>,
+    machine: Option<String>,
+}
+
+/// For each of `sessions`, in order, where the archive holds it now (nowhere, for a new one).
+fn held_sessions(tx: &Connection, sessions: &[SessionRows]) -> rusqlite::Result<Vec<Held>> {
+    let mut stmt =
+        tx.prepare_cached("SELECT source_path, machine FROM sessions WHERE session_id = ?1")?;
+    let mut held = Vec::with_capacity(sessions.len());
     for s in sessions {
-        let id = &s.session.session_id;
-        let machine: Option<String> = stmt.query_row([id], |r| r.get(0)).optional()?.flatten();
-        found.push((id.clone(), machine));
+        let id = s.session.session_id.clone();
+        let found: Option<(String, Option<String>)> = stmt
+            .query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let (path, machine) = found.map_or((None, None), |(p, m)| (Some(p), m));
+        held.push(Held { id, path, machine });
     }
-    Ok(found)
+    Ok(held)
 }
 
 /// The sessions `path` contributed.
