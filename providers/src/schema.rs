@@ -377,11 +377,14 @@ pub const AFFECTED_TABLES: &[&str] = &[
 /// for a response only progress records carry — the subagent's session when it is in the
 /// archive, else the earliest recording session; each token count is the largest over the
 /// records, and the 1-hour cache writes never exceed the total (the rest are 5-minute).
+/// The writes say `OR IGNORE` (nothing can conflict: the keys' rows were just deleted and every
+/// value is a MAX or SUM of NOT NULL columns) so that no statement journal opens: FTS5 flushes
+/// its pending index at each one.
 pub const RESOLVE_USAGE: &[&str] = &[
     "INSERT OR IGNORE INTO temp.affected_sessions
          SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
     "DELETE FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
-    "INSERT INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
+    "INSERT OR IGNORE INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
                         output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
                         cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
                         turn_committed, recorded_via, record_count)
@@ -415,7 +418,7 @@ pub const RESOLVE_USAGE: &[&str] = &[
      WHERE rank = 1",
     "INSERT OR IGNORE INTO temp.affected_sessions
          SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
-    "UPDATE sessions SET (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    "UPDATE OR IGNORE sessions SET (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
                           cache_write_5m_tokens, cache_write_1h_tokens) =
          (SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
                  COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),

@@ -118,6 +118,7 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
     // Every statement a file's write runs (one INSERT per table, the usage resolution, the
     // bookkeeping) stays prepared: rusqlite's default cache of 16 would re-prepare them.
     archive.conn().set_prepared_statement_cache_capacity(64);
+    store::prepare(archive.conn())?;
     if reindex::pending(archive.conn())? {
         summary.rederived = Some(reindex::reindex(archive.conn())?);
     }

@@ -73,6 +73,7 @@ const LINE_ORIGINS: &[&str] = &["claude-code-session", "codex-session", "gemini-
 /// Re-derives every JSONL transcript session of the archive from `events_raw`.
 pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
     conn.set_prepared_statement_cache_capacity(64);
+    store::prepare(conn)?;
     let mut summary = ReindexSummary {
         usage_rows: (count(conn, "SELECT COUNT(*) FROM usage")?, 0),
         tokens_before: token_sums(conn)?,
@@ -107,7 +108,9 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
     {
         let sessions = rederive_file(conn, &stamp, &mut summary.diagnostics)?;
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        match store::write_file(conn, &stamp, &sessions) {
+        match store::write_file(conn, &stamp, &sessions)
+            .and_then(|_| store::resolve_usage(conn))
+        {
             Ok(_) => conn.execute_batch("COMMIT")?,
             Err(e) => {
                 conn.execute_batch("ROLLBACK")?;

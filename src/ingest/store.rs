@@ -103,7 +103,8 @@ pub fn session_source(
 }
 
 /// Replaces everything `stamp.path` contributed with `sessions` and bumps the generation, inside
-/// the caller's transaction (see `writer`). Returns the rows written.
+/// the caller's transaction (see `writer`), which calls [`resolve_usage`] before it commits.
+/// Returns the rows written.
 pub fn write_file(
     conn: &Connection,
     stamp: &FileStamp,
@@ -117,7 +118,6 @@ fn write_file_rows(
     stamp: &FileStamp,
     sessions: &[SessionRows],
 ) -> rusqlite::Result<usize> {
-    run_all(tx, AFFECTED_TABLES)?;
     let mut old_ids = file_session_ids(tx, &stamp.path)?;
     if stamp.keep_missing {
         old_ids.retain(|id| sessions.iter().any(|s| &s.session.session_id == id));
@@ -125,22 +125,28 @@ fn write_file_rows(
     let held = held_sessions(tx, sessions)?;
     // Every response this file recorded before, or now records, or that progress records
     // attribute to one of its sessions, is resolved again once the file's rows are replaced.
+    // (Read, then one row at a time: a statement writing several rows opens a statement
+    // journal, and FTS5 flushes its pending index at every one.)
+    let mut keys: Vec<String> = Vec::new();
     for id in old_ids
         .iter()
         .map(String::as_str)
         .chain(sessions.iter().map(|s| s.session.session_id.as_str()))
     {
         for sql in [
-            "INSERT OR IGNORE INTO temp.affected_keys
-             SELECT response_key FROM usage_records WHERE session_id = ?1",
-            "INSERT OR IGNORE INTO temp.affected_keys
-             SELECT response_key FROM usage_records WHERE subagent_session_id = ?1",
+            "SELECT response_key FROM usage_records WHERE session_id = ?1",
+            "SELECT response_key FROM usage_records WHERE subagent_session_id = ?1",
         ] {
-            tx.prepare_cached(sql)?.execute([id])?;
+            let mut stmt = tx.prepare_cached(sql)?;
+            let found = stmt.query_map([id], |r| r.get::<_, String>(0))?;
+            for key in found {
+                keys.push(key?);
+            }
         }
         tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_sessions VALUES (?1)")?
             .execute([id])?;
     }
+    mark_affected(tx, keys.iter())?;
     delete_sessions(tx, &old_ids)?;
     // A session another file held before (a copy this file supersedes) moves to this file.
     let moved: Vec<String> = held
@@ -167,12 +173,8 @@ fn write_file_rows(
     for (s, h) in sessions.iter().zip(&held) {
         let machine = h.machine.clone().or_else(|| stamp.machine.clone());
         rows += insert_session(tx, s, &stamp.path, machine.as_deref())?;
-        let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1)")?;
-        for u in &s.usage {
-            stmt.execute([&u.response_key])?;
-        }
+        mark_affected(tx, s.usage.iter().map(|u| &u.response_key))?;
     }
-    run_all(tx, RESOLVE_USAGE)?;
     let generation = bump_generation(tx).map_err(|e| match e {
         quarry_providers::ArchiveError::Sqlite(e) => e,
         other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
@@ -193,6 +195,33 @@ fn write_file_rows(
         ],
     )?;
     Ok(rows)
+}
+
+/// Lists response keys whose `usage` row [`resolve_usage`] must resolve again.
+fn mark_affected<'a>(
+    tx: &Connection,
+    keys: impl Iterator<Item = &'a String>,
+) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1)")?;
+    for key in keys {
+        stmt.execute([key])?;
+    }
+    Ok(())
+}
+
+/// Makes `conn` ready to write files: the temporary tables that collect, file by file, what
+/// [`resolve_usage`] resolves (created once per connection, emptied).
+pub fn prepare(conn: &Connection) -> rusqlite::Result<()> {
+    run_all(conn, AFFECTED_TABLES)
+}
+
+/// Resolves, inside the caller's transaction and before it commits, the `usage` rows of every
+/// response the files written since the last call touched, and the token sums of the sessions
+/// that owned or now own them. Once per transaction, not per file: FTS5 flushes its pending
+/// index at each multi-row statement, so per-file resolution would cut the index into small
+/// segments.
+pub fn resolve_usage(conn: &Connection) -> rusqlite::Result<()> {
+    run_all(conn, RESOLVE_USAGE)
 }
 
 /// Runs each statement, prepared once per connection.

@@ -88,7 +88,10 @@ impl Writer {
             return Ok(());
         }
         let pending = std::mem::take(&mut self.pending);
-        if !self.failed && conn.execute_batch("COMMIT").is_ok() {
+        if !self.failed
+            && store::resolve_usage(conn).is_ok()
+            && conn.execute_batch("COMMIT").is_ok()
+        {
             for (file, rows) in pending {
                 account(summary, file, Ok(rows));
             }
@@ -98,7 +101,9 @@ impl Writer {
         for (file, _) in pending {
             let result =
                 conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
-                    match store::write_file(conn, &file.stamp, &file.sessions) {
+                    match store::write_file(conn, &file.stamp, &file.sessions)
+                        .and_then(|rows| store::resolve_usage(conn).map(|()| rows))
+                    {
                         Ok(rows) => conn.execute_batch("COMMIT").map(|()| rows),
                         Err(e) => {
                             let _ = conn.execute_batch("ROLLBACK");
