@@ -32,6 +32,16 @@ const CLAUDE_TYPES: &[&str] = &[
     "file-history-snapshot",
     "queue-operation",
     "attachment",
+    "custom-title",
+    "ai-title",
+    "last-prompt",
+    "agent-name",
+    "pr-link",
+    "worktree-state",
+    "permission-mode",
+    "mode",
+    "bridge-session",
+    "atis-latch",
 ];
 const CODEX_TYPES: &[&str] = &[
     "session_meta",
