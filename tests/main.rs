@@ -10,6 +10,7 @@ mod differential;
 mod docs;
 #[cfg(feature = "engine")]
 mod engine;
+mod formats;
 mod grammar_cli;
 mod ingest_corpus;
 mod oracle;

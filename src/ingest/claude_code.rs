@@ -1,10 +1,12 @@
 //! Claude Code JSONL transcripts (`~/.claude/projects/<project>/<session>.jsonl` and
-//! `<session>/subagents/agent-*.jsonl`).
+//! `<session>/subagents/**/agent-*.jsonl`).
 //!
 //! One file is one session; inline `isSidechain` records (older versions) become child sessions
-//! of their own; a file under `subagents/` is a subagent session of the session named by its
-//! records' `sessionId`. Assistant lines sharing `message.id` merge into one message, and each
-//! (`message.id`, `requestId`) is billed once with its largest usage.
+//! of their own; a file under `subagents/` (at any depth) is a subagent session of the session
+//! named by its records' `sessionId`. Session-state records (`mode`, `ai-title`, `attachment`,
+//! ...) are log-only events; the title is `custom-title`, else `ai-title`, else `summary`.
+//! Assistant lines sharing `message.id` merge into one message, and each (`message.id`,
+//! `requestId`) is billed once with its largest usage.
 
 use std::collections::HashMap;
 
@@ -32,6 +34,8 @@ const KNOWN_TYPES: &[&str] = &[
     "worktree-state",
     "permission-mode",
     "mode",
+    "bridge-session",
+    "atis-latch",
 ];
 
 /// Markers of user-role text that a person did not type.
@@ -135,14 +139,12 @@ pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
     parsed.sessions.extend(sessions);
 }
 
-/// The agent id of a subagent file: from `subagents/agent-<id>.jsonl`, else from records that
+/// The agent id of a subagent file: from `subagents/agent-<id>.jsonl` (or an `agent-*.jsonl`
+/// anywhere below a `subagents` folder, as workflow fan-outs nest them), else from records that
 /// are all sidechain records carrying `agentId`.
 fn subagent_id(path: &str, lines: &[Line]) -> Option<String> {
     let p = std::path::Path::new(path);
-    let in_subagents = p
-        .parent()
-        .and_then(|d| d.file_name())
-        .is_some_and(|n| n == "subagents");
+    let in_subagents = in_subagents_folder(p);
     let from_records = lines.first().and_then(|l| {
         if is_sidechain(&l.value) {
             str_field(&l.value, "agentId")
@@ -157,6 +159,21 @@ fn subagent_id(path: &str, lines: &[Line]) -> Option<String> {
         );
     }
     from_records
+}
+
+/// Whether `path` is a subagent transcript: its folder is `subagents`, or it is named
+/// `agent-*` and some folder above it is `subagents`
+/// (`<session>/subagents/workflows/wf_<run>/agent-<id>.jsonl`).
+fn in_subagents_folder(path: &std::path::Path) -> bool {
+    let is_subagents = |d: &std::path::Path| d.file_name().is_some_and(|n| n == "subagents");
+    if path.parent().is_some_and(is_subagents) {
+        return true;
+    }
+    let agent_named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("agent-"));
+    agent_named && path.ancestors().skip(1).any(is_subagents)
 }
 
 fn is_sidechain(record: &Value) -> bool {
@@ -189,7 +206,10 @@ struct Builder {
     task_calls: HashMap<String, (usize, Value)>,
     models: HashMap<String, usize>,
     summary_title: Option<String>,
+    /// The title a person gave (`custom-title`); wins over the others.
     custom_title: Option<String>,
+    /// The title Claude Code generated (`ai-title`); wins over `summary`.
+    ai_title: Option<String>,
     pending_compaction: Option<usize>,
 }
 
@@ -245,14 +265,10 @@ fn read_record(
         "assistant" => read_assistant(session, b, record, time, event_index, (&place, parsed)),
         "progress" => read_progress(session, b, record, event_index, (&place, parsed)),
         "summary" => b.summary_title = str_field(record, "summary").or(b.summary_title.take()),
-        "custom-title" | "ai-title" => {
-            if let Some(t) = str_field(record, "customTitle")
-                .or_else(|| str_field(record, "aiTitle"))
-                .or_else(|| str_field(record, "title"))
-            {
-                b.custom_title = Some(t);
-            }
+        "custom-title" => {
+            b.custom_title = title_of(record, "customTitle").or(b.custom_title.take());
         }
+        "ai-title" => b.ai_title = title_of(record, "aiTitle").or(b.ai_title.take()),
         "system" if subtype.as_deref() == Some("compact_boundary") => {
             b.pending_compaction = Some(session.snapshots.len());
             session.snapshots.push(SnapshotDraft {
@@ -265,6 +281,13 @@ fn read_record(
         }
         _ => {}
     }
+}
+
+/// The non-empty title a title record carries in `field` (or, defensively, `title`).
+fn title_of(record: &Value, field: &str) -> Option<String> {
+    str_field(record, field)
+        .or_else(|| str_field(record, "title"))
+        .filter(|t| !t.trim().is_empty())
 }
 
 fn read_user(
@@ -622,7 +645,7 @@ impl Builder {
             .into_iter()
             .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
             .map(|(model, _)| model);
-        session.title = self.custom_title.or(self.summary_title);
+        session.title = self.custom_title.or(self.ai_title).or(self.summary_title);
         // Delegations whose result never arrived still record the hand-off.
         for (tool_id, (message_index, input)) in self.task_calls {
             session.delegations.push(DelegationDraft {

@@ -4,7 +4,10 @@
 //! Consecutive model-side items (reasoning, tool calls, assistant text) form one assistant
 //! message, closed by the next user, developer or tool item. Usage is the delta of the cumulative
 //! `total_token_usage` between `token_count` events, never a sum of events (0.104 repeats totals).
-//! `task_started` / `task_complete` write the turn boundaries.
+//! `task_started` / `task_complete` write the turn boundaries. Turn items inside newer CLIs'
+//! `item_completed` envelopes are read like their direct `response_item` form (`envelope`).
+
+mod envelope;
 
 use serde_json::Value;
 
@@ -51,7 +54,10 @@ pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
         .and_then(|l| l.value.get("payload").and_then(|p| str_field(p, "id")))
         .unwrap_or(stem);
     let mut session = SessionDraft::new(Origin::Codex, native);
-    let mut state = State::default();
+    let mut state = State {
+        direct: envelope::DirectItems::scan(&lines),
+        ..State::default()
+    };
     for line in lines {
         parsed.records += 1;
         read_line(&mut session, &mut state, line, parsed);
@@ -79,6 +85,8 @@ struct State {
     history: blake3::Hasher,
     /// Turn started without an id (0.40): pair with the next completion in order.
     anonymous_turns: usize,
+    /// The file's direct turn items, so that their `item_completed` twins are not read again.
+    direct: envelope::DirectItems,
 }
 
 fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: &mut ParsedFile) {
@@ -132,6 +140,9 @@ fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: 
             event_index,
             parsed,
         ),
+        "event_msg" if sub.as_deref() == Some("item_completed") => {
+            read_item_completed(session, state, &payload, time, event_index, parsed);
+        }
         "event_msg" => read_event(session, state, &payload, sub.as_deref(), time, event_index),
         "compacted" => session.snapshots.push(SnapshotDraft {
             boundary: "compaction",
@@ -245,6 +256,44 @@ fn read_item(
             let name = format!("codex:response_item/{}", other.unwrap_or("unknown"));
             *parsed.unknown_records.entry(name).or_default() += 1;
         }
+    }
+}
+
+/// An `item_completed` envelope: its item is read in its direct form and the envelope joins the
+/// conversation surface, unless the rollout also writes that item directly (then the envelope
+/// stays a log-only event).
+fn read_item_completed(
+    session: &mut SessionDraft,
+    state: &mut State,
+    payload: &Value,
+    time: Option<i64>,
+    event_index: usize,
+    parsed: &mut ParsedFile,
+) {
+    let Some(item) = payload.get("item") else {
+        return;
+    };
+    if state.direct.absorbs(item) {
+        return;
+    }
+    let forms = envelope::direct_forms(item);
+    if forms.is_empty() {
+        return;
+    }
+    if let Some(event) = session.events.get_mut(event_index) {
+        event.surface = Surface::Current;
+    }
+    for form in forms {
+        let sub = str_field(&form, "type");
+        read_item(
+            session,
+            state,
+            &form,
+            sub.as_deref(),
+            time,
+            event_index,
+            parsed,
+        );
     }
 }
 

@@ -1,8 +1,10 @@
-//! Deciding which adapter reads a file, from its content (never from its name alone).
+//! Deciding which adapter reads a file, from its content (never from its name alone), and
+//! whether a file that yielded no message still looked like a transcript (`empty_transcript`).
 
 use serde_json::Value;
 
 use super::lines::Line;
+use super::model::{Diagnostic, ParsedFile};
 
 /// The format of one input file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +25,21 @@ pub enum Format {
     AiStudio,
 }
 
+impl Format {
+    /// The format's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "a Claude Code transcript",
+            Format::Codex => "a Codex rollout",
+            Format::GeminiLines => "a Gemini CLI session (JSONL)",
+            Format::GeminiJson => "a Gemini CLI session (JSON)",
+            Format::ChatGpt => "a ChatGPT export",
+            Format::ClaudeAi => "a Claude.ai export",
+            Format::AiStudio => "an AI Studio prompt",
+        }
+    }
+}
+
 const CLAUDE_TYPES: &[&str] = &[
     "user",
     "assistant",
@@ -32,6 +49,16 @@ const CLAUDE_TYPES: &[&str] = &[
     "file-history-snapshot",
     "queue-operation",
     "attachment",
+    "custom-title",
+    "ai-title",
+    "last-prompt",
+    "agent-name",
+    "pr-link",
+    "worktree-state",
+    "permission-mode",
+    "mode",
+    "bridge-session",
+    "atis-latch",
 ];
 const CODEX_TYPES: &[&str] = &[
     "session_meta",
@@ -86,4 +113,91 @@ pub fn detect_json(root: &Value) -> Option<Format> {
         return Some(Format::GeminiJson);
     }
     None
+}
+
+/// Keys only the transcript formats quarry reads write (Claude Code, Gemini CLI).
+const TRANSCRIPT_KEYS: &[&str] = &[
+    "sessionId",
+    "parentUuid",
+    "leafUuid",
+    "isSidechain",
+    "projectHash",
+];
+/// Record types only those formats write (Claude Code, Codex).
+const TRANSCRIPT_TYPES: &[&str] = &[
+    "file-history-snapshot",
+    "queue-operation",
+    "session_meta",
+    "response_item",
+    "turn_context",
+    "event_msg",
+];
+
+/// The transcript keys (or record types) found in JSON lines that no adapter claimed, in order
+/// of first appearance: evidence that the file is a transcript quarry failed to recognise.
+pub fn transcript_like_keys(lines: &[Line]) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for line in lines {
+        let v = &line.value;
+        let keys = TRANSCRIPT_KEYS
+            .iter()
+            .filter(|k| v.get(**k).is_some())
+            .map(|k| (*k).to_string());
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .filter(|t| TRANSCRIPT_TYPES.contains(t))
+            .map(|t| format!("type {t}"));
+        for key in keys.chain(kind) {
+            if !found.contains(&key) {
+                found.push(key);
+            }
+        }
+    }
+    found
+}
+
+/// The `empty_transcript` diagnostic of a file parsed as `format` that holds no message, or
+/// `None` when it has messages. A Claude Code file of `summary` records only is not one: those
+/// records title sessions of other files (their `leafUuid` points there), so nothing is lost.
+pub fn empty_transcript(name: &str, format: Format, parsed: &ParsedFile) -> Option<Diagnostic> {
+    if parsed.sessions.iter().any(|s| !s.messages.is_empty()) {
+        return None;
+    }
+    let events = || parsed.sessions.iter().flat_map(|s| s.events.iter());
+    let summaries_only = format == Format::ClaudeCode
+        && events().next().is_some()
+        && events().all(|e| e.kind == "summary");
+    if summaries_only {
+        return None;
+    }
+    Some(Diagnostic {
+        file: name.to_string(),
+        line: None,
+        kind: "empty_transcript",
+        reason: format!(
+            "read as {} but holds no message ({} records, {} sessions)",
+            format.name(),
+            parsed.records,
+            parsed.sessions.len()
+        ),
+    })
+}
+
+/// The `empty_transcript` diagnostic of JSON lines no adapter claimed although they carry
+/// transcript keys, or `None` when they carry none.
+pub fn unrecognised_transcript(name: &str, lines: &[Line]) -> Option<Diagnostic> {
+    let keys = transcript_like_keys(lines);
+    if keys.is_empty() {
+        return None;
+    }
+    Some(Diagnostic {
+        file: name.to_string(),
+        line: None,
+        kind: "empty_transcript",
+        reason: format!(
+            "JSON lines with transcript keys ({}) but no record quarry reads as a message",
+            keys.join(", ")
+        ),
+    })
 }

@@ -1,6 +1,14 @@
 //! Gemini CLI sessions: `chats/session-*.json` objects `{sessionId, startTime, lastUpdated,
-//! messages[]}` and the newer JSONL form (a header line, message lines, `$set` and `$rewindTo`
-//! records). `type` user → user, gemini → assistant, info/error/warning → system.
+//! messages[]}` and the newer append-only JSONL form (a header line, message lines, `$set` and
+//! `$rewindTo` records). `type` user → user, gemini → assistant, info/error/warning → system.
+//!
+//! The JSONL form is replayed the way gemini-cli's own loader does (`loadConversationRecord` in
+//! `chatRecordingService.ts`): a message line whose `id` was written before replaces that
+//! message in place (tool calls and tokens are added by rewriting it); `$rewindTo: <id>` drops
+//! that message and every later one (all of them when the id is unknown). Replaced versions and
+//! rewound messages stay as `shadowed` events and are not messages.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 
@@ -18,7 +26,9 @@ pub fn parse_json(root: &Value, parsed: &mut ParsedFile) {
         .flatten()
     {
         parsed.records += 1;
-        read_message(&mut session, message, message.to_string());
+        let event_index =
+            push_message_event(&mut session, message, Surface::Current, message.to_string());
+        read_message(&mut session, message, event_index);
     }
     parsed.sessions.push(session);
 }
@@ -27,38 +37,115 @@ pub fn parse_json(root: &Value, parsed: &mut ParsedFile) {
 pub fn parse_lines(lines: Vec<Line>, parsed: &mut ParsedFile) {
     let Some(first) = lines.first() else { return };
     let mut session = header(&first.value);
+    let mut replay = Replay::default();
     for line in lines {
         parsed.records += 1;
-        let value = &line.value;
-        if value.get("sessionId").is_some() && value.get("type").is_none() {
-            session.events.push(EventDraft {
-                kind: "session".to_string(),
-                time: json_time(value.get("startTime")),
-                surface: Surface::LogOnly,
-                payload: line.text,
-            });
-        } else if let Some(set) = value.get("$set") {
-            if let Some(t) = json_time(set.get("lastUpdated")) {
-                session.updated_at = Some(t);
-            }
-            session.events.push(EventDraft {
-                kind: "$set".to_string(),
-                time: None,
-                surface: Surface::LogOnly,
-                payload: line.text,
-            });
-        } else if value.get("$rewindTo").is_some() {
-            session.events.push(EventDraft {
-                kind: "$rewindTo".to_string(),
-                time: None,
-                surface: Surface::LogOnly,
-                payload: line.text,
-            });
-        } else {
-            read_message(&mut session, value, line.text);
+        read_line(&mut session, &mut replay, line);
+    }
+    replay.finish(&mut session);
+    parsed.sessions.push(session);
+}
+
+/// The messages of a JSONL session as they stand so far: ids in first-write order, each with
+/// the event index and record of its latest version.
+#[derive(Default)]
+struct Replay {
+    order: Vec<String>,
+    latest: HashMap<String, (usize, Value)>,
+}
+
+impl Replay {
+    /// A message record: a new message, or a new version of one already written.
+    fn write(&mut self, id: String, event_index: usize, record: Value) {
+        if self
+            .latest
+            .insert(id.clone(), (event_index, record))
+            .is_none()
+        {
+            self.order.push(id);
         }
     }
-    parsed.sessions.push(session);
+
+    /// `$rewindTo`: drops the message `id` and every later one; all of them if `id` is unknown.
+    fn rewind(&mut self, id: &str) {
+        let from = self.order.iter().position(|m| m == id).unwrap_or(0);
+        for removed in self.order.drain(from..) {
+            self.latest.remove(&removed);
+        }
+    }
+
+    /// Turns the live messages into the session's messages and marks their events current.
+    fn finish(self, session: &mut SessionDraft) {
+        let Replay { order, mut latest } = self;
+        for id in order {
+            let Some((event_index, record)) = latest.remove(&id) else {
+                continue;
+            };
+            if let Some(event) = session.events.get_mut(event_index) {
+                event.surface = Surface::Current;
+            }
+            read_message(session, &record, event_index);
+        }
+    }
+}
+
+fn read_line(session: &mut SessionDraft, replay: &mut Replay, line: Line) {
+    let value = line.value;
+    if let Some(set) = value.get("$set") {
+        read_set(session, set);
+        push_event(session, "$set", None, Surface::LogOnly, line.text);
+    } else if let Some(target) = value.get("$rewindTo") {
+        if let Some(id) = target.as_str() {
+            replay.rewind(id);
+        }
+        push_event(session, "$rewindTo", None, Surface::LogOnly, line.text);
+    } else if value.get("sessionId").is_some() && value.get("type").is_none() {
+        let time = json_time(value.get("startTime"));
+        push_event(session, "session", time, Surface::LogOnly, line.text);
+    } else {
+        // Message records are shadowed until the replay ends with them still live.
+        let event_index = push_message_event(session, &value, Surface::Shadowed, line.text);
+        let id = str_field(&value, "id").unwrap_or_else(|| format!("line-{}", line.number));
+        replay.write(id, event_index, value);
+    }
+}
+
+/// A `$set` metadata patch: `lastUpdated` and `summary` (the session's title).
+fn read_set(session: &mut SessionDraft, set: &Value) {
+    if let Some(t) = json_time(set.get("lastUpdated")) {
+        session.updated_at = Some(t);
+    }
+    if let Some(summary) = str_field(set, "summary").filter(|s| !s.trim().is_empty()) {
+        session.title = Some(summary);
+    }
+}
+
+fn push_event(
+    session: &mut SessionDraft,
+    kind: &str,
+    time: Option<i64>,
+    surface: Surface,
+    payload: String,
+) -> usize {
+    session.events.push(EventDraft {
+        kind: kind.to_string(),
+        time,
+        surface,
+        payload,
+    });
+    session.events.len() - 1
+}
+
+/// Pushes the event of a message record and returns its index.
+fn push_message_event(
+    session: &mut SessionDraft,
+    message: &Value,
+    surface: Surface,
+    payload: String,
+) -> usize {
+    let kind = str_field(message, "type").unwrap_or_else(|| "message".to_string());
+    let time = json_time(message.get("timestamp"));
+    push_event(session, &kind, time, surface, payload)
 }
 
 fn header(value: &Value) -> SessionDraft {
@@ -70,15 +157,9 @@ fn header(value: &Value) -> SessionDraft {
     session
 }
 
-fn read_message(session: &mut SessionDraft, message: &Value, payload: String) {
+/// Reads one message record (whose event is `event_index`) into the session.
+fn read_message(session: &mut SessionDraft, message: &Value, event_index: usize) {
     let time = json_time(message.get("timestamp"));
-    let event_index = session.events.len();
-    session.events.push(EventDraft {
-        kind: str_field(message, "type").unwrap_or_else(|| "message".to_string()),
-        time,
-        surface: Surface::Current,
-        payload,
-    });
     let role = match message.get("type").and_then(Value::as_str) {
         Some("user") => Role::User,
         Some("gemini") | Some("model") | Some("assistant") => Role::Assistant,
@@ -143,7 +224,7 @@ fn read_message(session: &mut SessionDraft, message: &Value, payload: String) {
         m.blocks.push(use_block);
         m.blocks.push(result);
     }
-    if let Some(tokens) = message.get("tokens") {
+    if let Some(tokens) = message.get("tokens").filter(|t| t.is_object()) {
         let get = |k: &str| tokens.get(k).and_then(Value::as_i64).unwrap_or(0);
         let t = Tokens {
             input: get("input") - get("cached"),

@@ -443,6 +443,7 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
                     Some(Format::GeminiJson) => gemini::parse_json(&root, &mut parsed),
                     _ => return (None, parsed),
                 }
+                report_empty(name, format, &mut parsed);
                 return (format, parsed);
             }
             Err(e) if !looks_like_lines(bytes) => {
@@ -463,9 +464,22 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::ClaudeCode) => claude_code::parse(name, lines, &mut parsed),
         Some(Format::Codex) => codex::parse(name, lines, &mut parsed),
         Some(Format::GeminiLines) => gemini::parse_lines(lines, &mut parsed),
-        _ => return (None, parsed),
+        _ => {
+            parsed
+                .diagnostics
+                .extend(detect::unrecognised_transcript(name, &lines));
+            return (None, parsed);
+        }
     }
+    report_empty(name, format, &mut parsed);
     (format, parsed)
+}
+
+/// A file read as a known format that yields no message is a diagnostic, never a silent zero.
+fn report_empty(name: &str, format: Option<Format>, parsed: &mut ParsedFile) {
+    if let Some(diagnostic) = format.and_then(|f| detect::empty_transcript(name, f, parsed)) {
+        parsed.diagnostics.push(diagnostic);
+    }
 }
 
 fn looks_like_lines(bytes: &[u8]) -> bool {

@@ -224,6 +224,7 @@ mod tests {
         assert_eq!(semantic_type("Glob", None), "search");
         assert_eq!(semantic_type("WebFetch", None), "web");
         assert_eq!(semantic_type("Task", None), "subagent");
+        assert_eq!(semantic_type("Agent", None), "subagent");
         assert_eq!(semantic_type("mcp__github__create_issue", None), "other");
     }
 
