@@ -48,6 +48,11 @@ pub fn quarry_json(args: &[&str]) -> serde_json::Value {
 
 /// Ingests `paths` into `archive` with `--format json` and returns the summary.
 pub fn ingest(archive: &Path, paths: &[&Path]) -> serde_json::Value {
+    ingest_with(archive, &[], paths)
+}
+
+/// [`ingest`] with more ingest flags (`--machine NAME`, `--replace PATH`).
+pub fn ingest_with(archive: &Path, flags: &[&str], paths: &[&Path]) -> serde_json::Value {
     let mut args = vec![
         "--archive".to_string(),
         archive.display().to_string(),
@@ -55,6 +60,7 @@ pub fn ingest(archive: &Path, paths: &[&Path]) -> serde_json::Value {
         "json".into(),
         "ingest".into(),
     ];
+    args.extend(flags.iter().map(|f| f.to_string()));
     args.extend(paths.iter().map(|p| p.display().to_string()));
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     quarry_json(&refs)

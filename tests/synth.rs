@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use crate::support::{ingest, open, quarry, quarry_json, scalar};
+use crate::support::{ingest, ingest_with, open, quarry, quarry_json, scalar};
 
 fn digest(dir: &std::path::Path) -> String {
     let mut files: Vec<_> = walkdir::WalkDir::new(dir)
@@ -160,17 +160,7 @@ fn grown_and_rewritten_files_are_brought_up_to_date() {
         before + 1
     );
     // Asked to, the rewrite replaces the file's sessions (not merged).
-    let mut args = vec![
-        "--archive".to_string(),
-        archive.display().to_string(),
-        "--format".into(),
-        "json".into(),
-        "ingest".into(),
-        "--replace".into(),
-        file.display().to_string(),
-    ];
-    args.push(corpus.display().to_string());
-    quarry_json(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    ingest_with(&archive, &["--replace", file.to_str().unwrap()], &[&corpus]);
     let now = scalar(&open(&archive), "SELECT COUNT(*) FROM events_raw", []);
     assert_eq!(now, before - (lines.len() - lines.len() / 2) as i64);
     // Unchanged: nothing written, generation kept.

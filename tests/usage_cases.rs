@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{ingest, open, quarry, quarry_json, scalar};
+use crate::support::{ingest, ingest_with, open, quarry, quarry_json, scalar};
 
 const S1: &str = "claude-code-session:11111111-1111-4111-8111-111111111111";
 const SUB: &str = "claude-code-session:11111111-1111-4111-8111-111111111111/agent-x1";
@@ -111,6 +111,28 @@ fn parent_rows() -> Vec<Row> {
     ]
 }
 
+/// The parent ingested without its subagent's file: msg_B streams twice (output 3, then 9) and
+/// counts once at its largest; the parent owns both streamed responses, without messages.
+fn progress_only_rows() -> Vec<Row> {
+    let mut rows = parent_rows();
+    rows.push(row(
+        "claude:msg_B",
+        S1,
+        "progress",
+        [2, 9, 500, 40, 0, 40],
+        false,
+    ));
+    rows.push(row(
+        "claude:msg_C",
+        S1,
+        "progress",
+        [4, 20, 540, 0, 0, 0],
+        false,
+    ));
+    rows.sort();
+    rows
+}
+
 /// Session token sums equal the usage rows each session owns, and summing sessions equals
 /// summing usage.
 fn assert_sessions_sum_usage(archive: &Path) {
@@ -156,25 +178,7 @@ fn a_subagent_whose_file_is_absent_is_counted_once_from_progress_records() {
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("a.db");
     ingest(&archive, &[&parent_file()]);
-    let mut expected = parent_rows();
-    // msg_B streams twice (output 3, then 9): one row at its largest; the subagent is absent,
-    // so the parent owns both responses, without messages.
-    expected.push(row(
-        "claude:msg_B",
-        S1,
-        "progress",
-        [2, 9, 500, 40, 0, 40],
-        false,
-    ));
-    expected.push(row(
-        "claude:msg_C",
-        S1,
-        "progress",
-        [4, 20, 540, 0, 0, 0],
-        false,
-    ));
-    expected.sort();
-    assert_eq!(usage(&archive), expected);
+    assert_eq!(usage(&archive), progress_only_rows());
     let conn = open(&archive);
     assert_eq!(
         scalar(
@@ -409,20 +413,6 @@ fn copy_into(file: &Path, dir: &Path, relative: &str) -> PathBuf {
     to
 }
 
-fn ingest_with(archive: &Path, extra: &[&str], paths: &[&Path]) -> serde_json::Value {
-    let mut args = vec![
-        "--archive".to_string(),
-        archive.display().to_string(),
-        "--format".into(),
-        "json".into(),
-        "ingest".into(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args.extend(paths.iter().map(|p| p.display().to_string()));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    quarry_json(&refs)
-}
-
 #[test]
 fn the_same_session_from_two_machines_is_one_session() {
     let dir = tempfile::tempdir().unwrap();
@@ -538,23 +528,7 @@ fn an_archive_of_the_previous_version_is_rederived_without_its_sources() {
     ]);
     assert_eq!(out["sessions"], 1, "{out}");
     assert_eq!(out["usage_rows"], serde_json::json!([2, 4]), "{out}");
-    let mut expected = parent_rows();
-    expected.push(row(
-        "claude:msg_B",
-        S1,
-        "progress",
-        [2, 9, 500, 40, 0, 40],
-        false,
-    ));
-    expected.push(row(
-        "claude:msg_C",
-        S1,
-        "progress",
-        [4, 20, 540, 0, 0, 0],
-        false,
-    ));
-    expected.sort();
-    assert_eq!(usage(&archive), expected);
+    assert_eq!(usage(&archive), progress_only_rows());
     let conn = open(&archive);
     assert_eq!(
         scalar(

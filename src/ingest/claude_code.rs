@@ -17,7 +17,7 @@ use super::model::*;
 use super::text::{command_of, exit_code_in, flatten_text, json_time, path_of, str_field};
 
 /// Record types this adapter knows (anything else is kept as a raw event and counted).
-const KNOWN_TYPES: &[&str] = &[
+pub(crate) const KNOWN_TYPES: &[&str] = &[
     "user",
     "assistant",
     "system",

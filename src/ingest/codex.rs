@@ -15,7 +15,8 @@ use super::lines::Line;
 use super::model::*;
 use super::text::{command_of, exit_code_in, flatten_text, json_time, path_of, str_field};
 
-const KNOWN_TYPES: &[&str] = &[
+/// Record types this adapter knows (anything else is kept as a raw event and counted).
+pub(crate) const KNOWN_TYPES: &[&str] = &[
     "session_meta",
     "response_item",
     "event_msg",

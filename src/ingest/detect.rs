@@ -40,33 +40,9 @@ impl Format {
     }
 }
 
-const CLAUDE_TYPES: &[&str] = &[
-    "user",
-    "assistant",
-    "summary",
-    "system",
-    "progress",
-    "file-history-snapshot",
-    "queue-operation",
-    "attachment",
-    "custom-title",
-    "ai-title",
-    "last-prompt",
-    "agent-name",
-    "pr-link",
-    "worktree-state",
-    "permission-mode",
-    "mode",
-    "bridge-session",
-    "atis-latch",
-];
-const CODEX_TYPES: &[&str] = &[
-    "session_meta",
-    "response_item",
-    "event_msg",
-    "turn_context",
-    "compacted",
-];
+/// The record types each JSONL adapter knows: a line of one of them names the format.
+const CLAUDE_TYPES: &[&str] = super::claude_code::KNOWN_TYPES;
+const CODEX_TYPES: &[&str] = super::codex::KNOWN_TYPES;
 
 /// The format of a JSON Lines file, from its first records.
 pub fn detect_lines(lines: &[Line]) -> Option<Format> {

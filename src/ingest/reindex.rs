@@ -108,9 +108,7 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
     {
         let sessions = rederive_file(conn, &stamp, &mut summary.diagnostics)?;
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        match store::write_file(conn, &stamp, &sessions)
-            .and_then(|_| store::resolve_usage(conn))
-        {
+        match store::write_file(conn, &stamp, &sessions).and_then(|_| store::resolve_usage(conn)) {
             Ok(_) => conn.execute_batch("COMMIT")?,
             Err(e) => {
                 conn.execute_batch("ROLLBACK")?;

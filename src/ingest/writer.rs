@@ -99,18 +99,17 @@ impl Writer {
         }
         let _ = conn.execute_batch("ROLLBACK");
         for (file, _) in pending {
-            let result =
-                conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
-                    match store::write_file(conn, &file.stamp, &file.sessions)
-                        .and_then(|rows| store::resolve_usage(conn).map(|()| rows))
-                    {
-                        Ok(rows) => conn.execute_batch("COMMIT").map(|()| rows),
-                        Err(e) => {
-                            let _ = conn.execute_batch("ROLLBACK");
-                            Err(e)
-                        }
+            let result = conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
+                match store::write_file(conn, &file.stamp, &file.sessions)
+                    .and_then(|rows| store::resolve_usage(conn).map(|()| rows))
+                {
+                    Ok(rows) => conn.execute_batch("COMMIT").map(|()| rows),
+                    Err(e) => {
+                        let _ = conn.execute_batch("ROLLBACK");
+                        Err(e)
                     }
-                });
+                }
+            });
             let fatal = result.as_ref().err().is_some_and(is_fatal);
             let error = result.as_ref().err().map(ToString::to_string);
             account(summary, file, result.map_err(|_| error.unwrap_or_default()));
