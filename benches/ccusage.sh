@@ -22,13 +22,7 @@ install=${CCUSAGE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry-bench/ccusage-$ver
 [ -d "$corpus/claude-code" ] || { echo "no corpus at $corpus" >&2; exit 2; }
 
 # 1. ccusage and its native binary of the same version, from the npm registry, in a local folder.
-ccusage=$install/node_modules/.bin/ccusage
-if [ ! -x "$ccusage" ] || ! "$ccusage" --version 2>/dev/null | grep -qF "$version"; then
-  mkdir -p "$install"
-  [ -f "$install/package.json" ] || echo '{"private": true}' > "$install/package.json"
-  npm install --prefix "$install" --no-audit --no-fund --no-save --loglevel=error \
-    "ccusage@$version" "@ccusage/ccusage-linux-x64@$version" >&2
-fi
+ccusage=$(CCUSAGE_VERSION=$version CCUSAGE_DIR=$install "$here/tools.sh" ccusage)
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/quarry-ccusage.XXXXXX")
 if [ "${KEEP:-0}" = 1 ]; then

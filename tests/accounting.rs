@@ -114,13 +114,56 @@ fn the_oracle_reads_the_corpus_as_checked_by_hand() {
 #[test]
 fn usage_equals_the_oracle_model_by_model() {
     let Some(corpus) = corpus() else { return };
-    let tree = corpus.join("claude-code");
-    let expected = oracle::claude_tree_usage(&tree);
-    print_oracle(&expected);
     let dir = tempfile::tempdir().unwrap();
+    usage_equals_the_oracle(&corpus.join("claude-code"), &dir.path().join("archive.db"));
+}
+
+/// The benchmarks' generated sessions (`quarry gen --lean`) carry what real ones do: tool calls
+/// with failures, both cache lifetimes, subagents whose responses also stream into the parent's
+/// progress records, and now and then a subagent whose own file is missing. The archive counts
+/// them as the oracle does.
+#[test]
+fn generated_lean_sessions_are_counted_as_the_oracle_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let size = quarry::synth::Size::Messages(40_000);
+    quarry::synth::generate(&corpus, size, quarry::synth::Shape::Lean, 11).unwrap();
     let archive = dir.path().join("archive.db");
-    ingest(&archive, &[&tree]);
+    let expected = usage_equals_the_oracle(&corpus.join("claude"), &archive);
+    let total = expected.total();
+    assert!(total.cache_write_5m_tokens > 0 && total.cache_write_1h_tokens > 0);
+    assert!(
+        !expected.progress_only.is_empty(),
+        "some subagent responses are known only from progress records"
+    );
     let conn = open(&archive);
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let actions = count("SELECT COUNT(*) FROM actions");
+    let failed = count("SELECT COUNT(*) FROM actions WHERE is_error = 1");
+    let messages = count("SELECT COUNT(*) FROM messages");
+    assert!(
+        failed > 0 && failed < actions,
+        "{failed} of {actions} actions fail"
+    );
+    assert!(
+        actions * 20 > messages && actions * 4 < messages,
+        "{actions} tool calls in {messages} messages"
+    );
+    assert!(count("SELECT COUNT(*) FROM sessions WHERE branch_type = 'subagent'") > 0);
+    assert!(
+        count("SELECT COUNT(*) FROM usage WHERE recorded_via = 'transcript' AND record_count > 1")
+            > 0,
+        "responses both in a subagent's file and in its parent's progress records count once"
+    );
+}
+
+/// Ingests the Claude Code tree `tree` into `archive` and checks its usage against the oracle's
+/// reading of the same files; returns that reading.
+fn usage_equals_the_oracle(tree: &std::path::Path, archive: &std::path::Path) -> TreeUsage {
+    let expected = oracle::claude_tree_usage(tree);
+    print_oracle(&expected);
+    ingest(archive, &[tree]);
+    let conn = open(archive);
 
     let sums = TOKEN_COLUMNS.map(|c| format!("SUM({c})")).join(", ");
     let sql = format!("SELECT model, COUNT(*), {sums} FROM usage GROUP BY model");
@@ -194,4 +237,5 @@ fn usage_equals_the_oracle_model_by_model() {
         usage,
         "SUM(sessions.*) over {TOKEN_COLUMNS:?} must equal SUM(usage.*)"
     );
+    expected
 }

@@ -32,8 +32,10 @@ pub enum Shape {
     /// (about 2.2 KB of transcript per message).
     #[default]
     Realistic,
-    /// Claude Code chat sessions of many short text turns (about 0.6 KB per message), for
-    /// archives of tens of millions of messages.
+    /// Claude Code sessions of many short turns (under 1 KB of transcript per message), for
+    /// archives of tens of millions of messages: text answers, a quarter of the turns with a
+    /// short tool call (some failing), 5-minute and 1-hour cache writes, and one session in ten
+    /// delegating to a subagent whose responses also stream into the parent's progress records.
     Lean,
 }
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs a peer the benchmarks compare with into a local folder (kept between runs) and prints
+# the path of its executable. Nothing is installed system-wide.
+#
+#   benches/tools.sh ccusage    ccusage and its native binary from the npm registry
+#   benches/tools.sh duckdb     the DuckDB CLI (`duckdb-cli` from PyPI) in a virtual environment
+#
+# Environment: QUARRY_BENCH_TOOLS (default ${XDG_CACHE_HOME:-~/.cache}/quarry-bench),
+# CCUSAGE_VERSION (default 20.0.24; 20.0.26's native binary is missing from the registry),
+# DUCKDB_VERSION (default 1.5.6).
+set -euo pipefail
+tools=${QUARRY_BENCH_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry-bench}
+case "${1:-}" in
+  ccusage)
+    version=${CCUSAGE_VERSION:-20.0.24}
+    dir=${CCUSAGE_DIR:-$tools/ccusage-$version}
+    bin=$dir/node_modules/.bin/ccusage
+    if [ ! -x "$bin" ] || ! "$bin" --version 2>/dev/null | grep -qF "$version"; then
+      mkdir -p "$dir"
+      [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
+      npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
+        "ccusage@$version" "@ccusage/ccusage-linux-x64@$version" >&2
+    fi
+    echo "$bin"
+    ;;
+  duckdb)
+    version=${DUCKDB_VERSION:-1.5.6}
+    dir=$tools/duckdb-$version
+    bin=$dir/bin/duckdb
+    if [ ! -x "$bin" ] || ! "$bin" --version 2>/dev/null | grep -qF "v$version"; then
+      python3 -m venv "$dir"
+      "$dir/bin/pip" install --quiet --disable-pip-version-check "duckdb-cli==$version" >&2
+    fi
+    echo "$bin"
+    ;;
+  *)
+    echo "usage: benches/tools.sh ccusage|duckdb" >&2
+    exit 2
+    ;;
+esac
