@@ -4,6 +4,8 @@
 #
 #   benches/tools.sh ccusage    ccusage and its native binary from the npm registry
 #   benches/tools.sh duckdb     the DuckDB CLI (`duckdb-cli` from PyPI) in a virtual environment
+#   benches/tools.sh pyarrow    a Python with pyarrow (PyPI), to read exports back
+#   benches/tools.sh moto       moto's S3-compatible server (`moto[server]` from PyPI)
 #
 # Environment: QUARRY_BENCH_TOOLS (default ${XDG_CACHE_HOME:-~/.cache}/quarry-bench),
 # CCUSAGE_VERSION (default 20.0.24; 20.0.26's native binary is missing from the registry),
@@ -33,8 +35,26 @@ case "${1:-}" in
     fi
     echo "$bin"
     ;;
+  pyarrow)
+    version=${PYARROW_VERSION:-26.0.1}
+    dir=$tools/pyarrow-$version
+    if ! "$dir/bin/python" -c "import pyarrow" 2>/dev/null; then
+      python3 -m venv "$dir"
+      "$dir/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$version" >&2
+    fi
+    echo "$dir/bin/python"
+    ;;
+  moto)
+    version=${MOTO_VERSION:-5.2.5}
+    dir=$tools/moto-$version
+    if [ ! -x "$dir/bin/moto_server" ]; then
+      python3 -m venv "$dir"
+      "$dir/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$version" >&2
+    fi
+    echo "$dir/bin/moto_server"
+    ;;
   *)
-    echo "usage: benches/tools.sh ccusage|duckdb" >&2
+    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto" >&2
     exit 2
     ;;
 esac

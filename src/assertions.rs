@@ -4,7 +4,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use quarry_providers::bump_generation;
+use quarry_providers::{RECORD_SESSION_CHANGE, RECORD_WHOLE_TABLE_CHANGE, bump_generation};
 
 use crate::ingest::model::Diagnostic;
 
@@ -265,6 +265,14 @@ pub fn upsert(conn: &mut Connection, rows: &[Assertion]) -> Result<(), Assertion
         }
     }
     bump_generation(&tx)?;
+    // The snapshot partitions this changed: the assertions table, and the tagged sessions'.
+    tx.execute(RECORD_WHOLE_TABLE_CHANGE, [])?;
+    {
+        let mut record = tx.prepare(RECORD_SESSION_CHANGE)?;
+        for a in rows.iter().filter(|a| a.kind == "tag") {
+            record.execute([&a.target_ref])?;
+        }
+    }
     tx.commit()?;
     Ok(())
 }

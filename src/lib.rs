@@ -15,6 +15,8 @@ pub mod assertions;
 pub mod cli;
 #[cfg(feature = "engine")]
 mod engine;
+#[cfg(feature = "engine")]
+pub mod export;
 pub mod format;
 pub mod ingest;
 pub mod location;

@@ -359,6 +359,11 @@ const CASES: &[(&str, Oracle)] = &[
     ),
 ];
 
+/// The differential set's queries.
+pub fn queries() -> impl Iterator<Item = &'static str> {
+    CASES.iter().map(|(query, _)| *query)
+}
+
 // The issue asks for at least 40 differential queries.
 const _: () = assert!(CASES.len() >= 40);
 

@@ -16,6 +16,8 @@ mod ingest_corpus;
 mod oracle;
 #[cfg(feature = "engine")]
 mod scale;
+#[cfg(feature = "engine")]
+mod snapshot;
 mod support;
 mod synth;
 mod usage_cases;

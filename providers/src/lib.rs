@@ -8,10 +8,15 @@
 pub mod archive;
 pub mod schema;
 #[cfg(feature = "engine")]
+pub mod snapshot;
+#[cfg(feature = "engine")]
 pub mod sqlite;
+#[cfg(feature = "engine")]
+pub mod store;
 
 pub use archive::{Archive, ArchiveError, TableInfo, bump_generation, read_generation};
 pub use schema::{
-    AFFECTED_TABLES, RESOLVE_USAGE, SCHEMA_VERSION, StatementError, fulltext_insert_statement,
-    insert_statement, upsert_statement,
+    AFFECTED_TABLES, NOTE_SESSION_PARTITION, RECORD_SESSION_CHANGE, RECORD_WHOLE_TABLE_CHANGE,
+    RESOLVE_USAGE, SCHEMA_VERSION, SNAPSHOT_PARTITION, StatementError, WHOLE_TABLE_PARTITION,
+    fulltext_insert_statement, insert_statement, upsert_statement,
 };

@@ -9,10 +9,49 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+
+/// Version 3: `snapshot_changes`, the partitions of the columnar snapshot each write touched
+/// (see [`SNAPSHOT_PARTITION`]). An archive migrated to it has no snapshot yet, so nothing is
+/// recorded for what came before.
+const MIGRATION_3: &str = r#"
+CREATE TABLE snapshot_changes (
+    partition   TEXT PRIMARY KEY,
+    generation  INTEGER NOT NULL
+) WITHOUT ROWID;
+"#;
+
+/// The snapshot partition of a session, as an SQL expression over its `created_at` (epoch
+/// milliseconds): the UTC month `YYYY-MM`, or `none` for a session with no time. Every row of
+/// a unit table lives in its owning session's partition; tables with no owning session
+/// (`assertions`) are one partition, [`WHOLE_TABLE_PARTITION`].
+pub const SNAPSHOT_PARTITION: &str =
+    "COALESCE(strftime('%Y-%m', created_at / 1000, 'unixepoch'), 'none')";
+
+/// The one partition of a table with no owning session.
+pub const WHOLE_TABLE_PARTITION: &str = "all";
+
+/// Notes, inside a write's transaction, the snapshot partition of session `?1` before its rows
+/// are deleted; [`RESOLVE_USAGE`] records the noted partitions, with those of every session
+/// written or whose usage moved, in `snapshot_changes` at the generation the write reached.
+pub const NOTE_SESSION_PARTITION: &str = "INSERT OR IGNORE INTO temp.affected_partitions
+     SELECT COALESCE(strftime('%Y-%m', created_at / 1000, 'unixepoch'), 'none')
+     FROM sessions WHERE session_id = ?1";
+
+/// Records, after the generation was bumped, that the partition of session `?1` changed (a tag).
+pub const RECORD_SESSION_CHANGE: &str = "INSERT INTO snapshot_changes (partition, generation)
+     SELECT COALESCE(strftime('%Y-%m', created_at / 1000, 'unixepoch'), 'none'),
+            (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation')
+     FROM sessions WHERE session_id = ?1
+     ON CONFLICT (partition) DO UPDATE SET generation = excluded.generation";
+
+/// Records that the tables with no owning session (`assertions`) changed.
+pub const RECORD_WHOLE_TABLE_CHANGE: &str = "INSERT INTO snapshot_changes (partition, generation)
+     SELECT 'all', (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation') WHERE true
+     ON CONFLICT (partition) DO UPDATE SET generation = excluded.generation";
 
 const MIGRATION_1: &str = r#"
 CREATE TABLE meta (
@@ -366,8 +405,10 @@ INSERT INTO meta (key, value) SELECT 'rederive', 'pending' WHERE EXISTS (SELECT 
 pub const AFFECTED_TABLES: &[&str] = &[
     "CREATE TEMP TABLE IF NOT EXISTS affected_keys (key TEXT PRIMARY KEY)",
     "CREATE TEMP TABLE IF NOT EXISTS affected_sessions (session_id TEXT PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS affected_partitions (partition TEXT PRIMARY KEY)",
     "DELETE FROM temp.affected_keys",
     "DELETE FROM temp.affected_sessions",
+    "DELETE FROM temp.affected_partitions",
 ];
 
 /// Re-resolves the `usage` rows of every key in `temp.affected_keys` from `usage_records`, and
@@ -425,6 +466,16 @@ pub const RESOLVE_USAGE: &[&str] = &[
                  COALESCE(SUM(cache_write_5m_tokens), 0), COALESCE(SUM(cache_write_1h_tokens), 0)
           FROM usage u WHERE u.session_id = sessions.session_id)
      WHERE session_id IN (SELECT session_id FROM temp.affected_sessions)",
+    // The snapshot partitions of every session written, or whose usage moved, with those noted
+    // before sessions were deleted (`NOTE_SESSION_PARTITION`), changed at this generation.
+    "INSERT OR IGNORE INTO temp.affected_partitions
+     SELECT COALESCE(strftime('%Y-%m', created_at / 1000, 'unixepoch'), 'none')
+     FROM sessions WHERE session_id IN (SELECT session_id FROM temp.affected_sessions)",
+    "INSERT INTO snapshot_changes (partition, generation)
+     SELECT partition, (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation')
+     FROM temp.affected_partitions WHERE true
+     ON CONFLICT (partition) DO UPDATE SET generation = excluded.generation",
+    "DELETE FROM temp.affected_partitions",
     "DELETE FROM temp.affected_keys",
     "DELETE FROM temp.affected_sessions",
 ];

@@ -70,6 +70,7 @@ pub const TABLES: &[Table] = &[
     USAGE,
     META,
     SOURCE_FILES,
+    SNAPSHOT_CHANGES,
     USAGE_RECORDS,
     BLOCKS_FTS,
 ];
@@ -858,6 +859,27 @@ const META: Table = Table {
         req("value", Text, "its value"),
     ],
     key: &["key"],
+    session_key: None,
+    links: &[],
+    time_column: None,
+    fulltext: &[],
+    visibility: AdminOnly,
+    replaced_per_session: false,
+};
+
+const SNAPSHOT_CHANGES: Table = Table {
+    name: "snapshot_changes",
+    doc: "the last generation at which each partition of the columnar snapshot changed (what an incremental refresh rewrites)",
+    kind: TableKind::Bookkeeping,
+    columns: &[
+        req(
+            "partition",
+            Text,
+            "a session partition (the UTC month `YYYY-MM` of the session's `created_at`, or `none`), or `all` for the tables with no owning session",
+        ),
+        req("generation", Integer, "the generation of its last change"),
+    ],
+    key: &["partition"],
     session_key: None,
     links: &[],
     time_column: None,

@@ -58,6 +58,24 @@ pub enum Error {
         "this quarry was built without the query engine (cargo feature `engine`); `quarry explain QUERY` shows how a query parses"
     )]
     EngineUnavailable,
+    /// `--source snapshot` and there is no snapshot.
+    #[error("no snapshot at {0}: run `quarry snapshot` first, or use --source auto or sqlite")]
+    NoSnapshot(String),
+    /// `--source snapshot` and the snapshot is older than the archive.
+    #[error(
+        "the snapshot at {location} is as of generation {snapshot}, the archive is at {archive}: run `quarry snapshot` to refresh it, or use --source auto (which reads the archive until then)"
+    )]
+    StaleSnapshot {
+        /// Where the snapshot is.
+        location: String,
+        /// Its generation.
+        snapshot: i64,
+        /// The archive's.
+        archive: i64,
+    },
+    /// Writing or reading a snapshot failed.
+    #[error("{0}")]
+    Snapshot(String),
     /// Running the query failed (the archive could not be read, ...).
     #[error("{0}")]
     Execution(String),
@@ -78,6 +96,9 @@ impl Error {
             Error::NotStreamable(_) => "not_streamable",
             Error::Write { .. } => "write_failed",
             Error::EngineUnavailable => "engine_unavailable",
+            Error::NoSnapshot(_) => "no_snapshot",
+            Error::StaleSnapshot { .. } => "stale_snapshot",
+            Error::Snapshot(_) => "snapshot_failed",
             Error::Execution(_) => "execution_failed",
         }
     }
@@ -94,6 +115,8 @@ impl Error {
                 | Error::Setting(_)
                 | Error::NotStreamable(_)
                 | Error::EngineUnavailable
+                | Error::NoSnapshot(_)
+                | Error::StaleSnapshot { .. }
         )
     }
 

@@ -48,6 +48,9 @@ pub struct Options {
     pub tz: Option<String>,
     /// Which storage answers queries.
     pub source: SourceChoice,
+    /// Where the columnar snapshot is (a path or an object store URL); `None`: the
+    /// `<stem>.snapshot` folder beside the archive.
+    pub snapshot_url: Option<String>,
     /// Which tables, columns and sessions the session may see.
     pub scope: Scope,
 }
@@ -60,18 +63,34 @@ impl Options {
             memory_limit: None,
             tz: None,
             source: SourceChoice::default(),
+            snapshot_url: None,
             scope: Scope::default(),
         }
     }
 }
 
-/// Which storage a session reads. Only the SQLite archive exists today; columnar snapshots add
-/// `Snapshot` and `Auto`.
+/// Which storage a session reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SourceChoice {
-    /// The SQLite archive.
+    /// The snapshot when it is as of the archive's generation, else the SQLite archive.
     #[default]
+    Auto,
+    /// The SQLite archive.
     Sqlite,
+    /// The columnar snapshot (an error when there is none, or it is older than the archive).
+    Snapshot,
+}
+
+impl SourceChoice {
+    /// The choice `name` names (`auto`, `sqlite`, `snapshot`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "auto" => Some(SourceChoice::Auto),
+            "sqlite" => Some(SourceChoice::Sqlite),
+            "snapshot" => Some(SourceChoice::Snapshot),
+            _ => None,
+        }
+    }
 }
 
 /// What a session may see. Only `Admin` (everything) exists today; reader scopes, decided before
@@ -89,6 +108,8 @@ pub enum Scope {
 pub enum Source {
     /// The SQLite archive.
     Sqlite,
+    /// The columnar snapshot.
+    Snapshot,
 }
 
 impl Source {
@@ -96,6 +117,7 @@ impl Source {
     pub fn name(self) -> &'static str {
         match self {
             Source::Sqlite => "sqlite",
+            Source::Snapshot => "snapshot",
         }
     }
 }
@@ -163,6 +185,22 @@ impl Quarry {
             let _ = options;
             Err(Error::EngineUnavailable)
         }
+    }
+
+    /// The engine (exports run in its context).
+    #[cfg(feature = "engine")]
+    pub(crate) fn engine(&self) -> &crate::engine::Engine {
+        &self.engine
+    }
+
+    /// The storage this session reads (decided when it was opened).
+    pub fn source(&self) -> Source {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.source()
+        }
+        #[cfg(not(feature = "engine"))]
+        match self.never {}
     }
 
     /// The archive file.

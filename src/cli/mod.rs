@@ -53,6 +53,16 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "ZONE")]
     pub tz: Option<String>,
 
+    /// Which storage answers: auto (the snapshot when it is as of the archive's generation,
+    /// else the archive; the default), sqlite (the archive) or snapshot.
+    #[arg(long, global = true, value_name = "SOURCE", value_parser = ["auto", "sqlite", "snapshot"])]
+    pub source: Option<String>,
+
+    /// Where the snapshot is: a folder, file://, s3://bucket/prefix or memory:// URL (default:
+    /// the <archive stem>.snapshot folder beside the archive).
+    #[arg(long, global = true, value_name = "URL", env = "QUARRY_SNAPSHOT_URL")]
+    pub snapshot_url: Option<String>,
+
     /// The verb; anything else is a query (`quarry 'messages | count'` = `quarry query ...`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -73,6 +83,8 @@ const VALUE_FLAGS: &[&str] = &[
     "--offset",
     "--memory-limit",
     "--tz",
+    "--source",
+    "--snapshot-url",
     "-o",
     "--output",
 ];
@@ -167,6 +179,39 @@ pub enum Command {
         /// appended to (repeatable); without it a rewritten transcript is kept out.
         #[arg(long, value_name = "PATH")]
         replace: Vec<PathBuf>,
+        /// Refresh the columnar snapshot afterwards (only the partitions the ingest changed).
+        #[arg(long)]
+        refresh_snapshot: bool,
+    },
+    /// Write or refresh the columnar snapshot (Parquet) that `--source auto|snapshot` reads:
+    /// only the partitions changed since it was last written are rewritten.
+    Snapshot {
+        /// Keep the snapshot at this URL (a folder, s3://bucket/prefix, ...) instead of the
+        /// folder beside the archive; read it with --snapshot-url.
+        #[arg(long, value_name = "URL")]
+        to: Option<String>,
+        /// Rewrite every partition.
+        #[arg(long)]
+        full: bool,
+        /// Parquet codec: lz4 (the default), zstd, zstd(LEVEL), snappy or none.
+        #[arg(long, value_name = "CODEC")]
+        compression: Option<String>,
+        /// Rows per Parquet row group.
+        #[arg(long, value_name = "N")]
+        row_group_rows: Option<usize>,
+    },
+    /// Write whole tables to a folder or object store in --format parquet (the default),
+    /// arrow, csv or ndjson.
+    Export {
+        /// Where: a folder, file://, s3://bucket/prefix or memory:// URL.
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// The tables (comma-separated; default every table of the catalog).
+        #[arg(long, value_name = "T,...", value_delimiter = ',')]
+        tables: Vec<String>,
+        /// Write each table as Hive-style partition folders of this column.
+        #[arg(long, value_name = "COLUMN")]
+        partition_by: Option<String>,
     },
     /// Run a query (the same as `quarry QUERY`; use it when the query is a verb's name).
     Query {
@@ -317,7 +362,11 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             "give a query or a verb; see `quarry --help`",
         ));
     };
-    if !matches!(command, Command::Query { .. }) {
+    if let Command::Export { .. } = command {
+        if cli.output.is_some() {
+            return Err(Failure::usage("export writes to --to URL, not -o"));
+        }
+    } else if !matches!(command, Command::Query { .. }) {
         if cli.output.is_some() {
             return Err(Failure::usage(
                 "-o writes query results; for a verb's report redirect standard output",
@@ -338,8 +387,9 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             no_progress,
             machine,
             replace,
+            refresh_snapshot,
         } => {
-            let mut archive = open_archive(cli.archive)?;
+            let mut archive = open_archive(cli.archive.clone())?;
             let options = IngestOptions {
                 paths,
                 owner: owner.or_else(os_user),
@@ -357,8 +407,23 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             } else {
                 emit(&summary.to_human());
             }
+            drop(archive);
+            if refresh_snapshot {
+                run_snapshot(&cli, None, false, None, None)?;
+            }
             Ok(())
         }
+        Command::Snapshot {
+            to,
+            full,
+            compression,
+            row_group_rows,
+        } => run_snapshot(&cli, to, full, compression, row_group_rows),
+        Command::Export {
+            to,
+            tables,
+            partition_by,
+        } => run_export(&cli, &to, &tables, partition_by.as_deref()),
         Command::Reindex => {
             let archive = open_archive(cli.archive)?;
             let summary =
@@ -483,7 +548,132 @@ fn options(cli: &Cli) -> Result<Options, Failure> {
         .transpose()
         .map_err(Failure::usage)?;
     options.tz = cli.tz.clone();
+    if let Some(source) = &cli.source {
+        options.source = crate::SourceChoice::from_name(source).ok_or_else(|| {
+            Failure::usage(format!("--source {source}: use auto, sqlite or snapshot"))
+        })?;
+    }
+    options.snapshot_url = cli.snapshot_url.clone();
     Ok(options)
+}
+
+/// `quarry snapshot` (and `ingest --refresh-snapshot`).
+fn run_snapshot(
+    cli: &Cli,
+    to: Option<String>,
+    full: bool,
+    compression: Option<String>,
+    row_group_rows: Option<usize>,
+) -> Result<(), Failure> {
+    let json = cli.format() == Format::Json;
+    let mut options = options(cli)?;
+    if to.is_some() {
+        options.snapshot_url = to;
+    }
+    let mut settings = quarry_providers::snapshot::WriteSettings {
+        full,
+        ..Default::default()
+    };
+    if let Some(c) = compression {
+        settings.compression = c;
+    }
+    if let Some(n) = row_group_rows {
+        if n == 0 {
+            return Err(Failure::usage("--row-group-rows must be at least 1"));
+        }
+        settings.row_group_rows = n;
+    }
+    let started = std::time::Instant::now();
+    let show = !json && std::io::stderr().is_terminal();
+    let progress = move |t: &quarry_providers::snapshot::TableReport| {
+        if show {
+            eprintln!(
+                "  {:<18} {:>12} rows  {} partitions written, {} kept",
+                t.table, t.rows, t.partitions_written, t.partitions_kept
+            );
+        }
+    };
+    let report = block_on(crate::export::write_snapshot(
+        &options, &settings, &progress,
+    ))
+    .and_then(|r| r)
+    .map_err(|e| {
+        if e.is_usage() {
+            Failure::usage(e)
+        } else {
+            Failure::runtime(e)
+        }
+    })?;
+    if json {
+        emit(&format!(
+            "{}\n",
+            serde_json::to_value(&report).unwrap_or_default()
+        ));
+    } else if report.unchanged {
+        emit(&format!(
+            "snapshot at {} is up to date (generation {})\n",
+            report.location, report.generation
+        ));
+    } else {
+        let written: u64 = report.tables.iter().map(|t| t.rows_written).sum();
+        let parts: usize = report.tables.iter().map(|t| t.partitions_written).sum();
+        let kept: usize = report.tables.iter().map(|t| t.partitions_kept).sum();
+        emit(&format!(
+            "snapshot at {} now as of generation {}{}: {} rows in {} partition files written, {} kept, {} old files removed; {:.1} MB in all ({:.1} s)\n",
+            report.location,
+            report.generation,
+            match (report.full, report.previous_generation) {
+                (false, Some(g)) => format!(" (refreshed from {g})"),
+                _ => " (written whole)".to_string(),
+            },
+            written,
+            parts,
+            kept,
+            report.files_removed,
+            report.bytes as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(())
+}
+
+/// `quarry export --to URL`.
+fn run_export(
+    cli: &Cli,
+    to: &str,
+    tables: &[String],
+    partition_by: Option<&str>,
+) -> Result<(), Failure> {
+    let format = cli.format.unwrap_or(Format::Parquet);
+    let quarry = Quarry::open(&options(cli)?).map_err(Failure::runtime)?;
+    let written = block_on(crate::export::export_tables(
+        &quarry,
+        to,
+        tables,
+        format,
+        partition_by,
+    ))
+    .and_then(|r| r)
+    .map_err(|e| {
+        if e.is_usage() {
+            Failure::usage(e)
+        } else {
+            Failure::runtime(e)
+        }
+    })?;
+    let mut out = String::new();
+    for t in &written {
+        out.push_str(&format!(
+            "wrote {} rows of {} ({}) to {}\n",
+            t.rows,
+            t.table,
+            format.name(),
+            t.url
+        ));
+    }
+    out.push_str(&format!("read from: {}\n", quarry.source().name()));
+    emit(&out);
+    Ok(())
 }
 
 /// A library error as the command line reports it: a query's diagnostics drawn under the query
@@ -539,12 +729,25 @@ fn answer_format(cli: &Cli, path: Option<&std::path::Path>) -> Result<Format, Fa
 }
 
 fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
-    let path = cli
-        .output
-        .as_deref()
-        .map(output::output_path)
-        .transpose()
-        .map_err(Failure::usage)?;
+    // An object store URL: the answer is written to a local file first, then uploaded whole.
+    let remote = match cli.output.as_deref() {
+        Some(target) if target.contains("://") && !target.starts_with("file://") => {
+            Some(quarry_providers::store::locate(target).map_err(Failure::usage)?)
+        }
+        _ => None,
+    };
+    let staging = match &remote {
+        Some(_) => Some(tempfile::tempdir().map_err(Failure::runtime)?),
+        None => None,
+    };
+    let path = match (&remote, &staging, cli.output.as_deref()) {
+        (Some(location), Some(dir), _) => {
+            let name = location.prefix.filename().unwrap_or("answer").to_string();
+            Some(dir.path().join(name))
+        }
+        (_, _, Some(target)) => Some(output::output_path(target).map_err(Failure::usage)?),
+        _ => None,
+    };
     let format = answer_format(cli, path.as_deref())?;
     if format.is_binary() && path.is_none() && std::io::stdout().is_terminal() {
         return Err(Failure::usage(
@@ -575,12 +778,21 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
         Err(e) => return Err(failure(query, e, json)),
     };
     destination.commit().map_err(Failure::runtime)?;
-    if let Some(path) = &path {
+    let target = match (&remote, &path) {
+        (Some(location), Some(path)) => {
+            block_on(crate::export::upload(path, location))
+                .and_then(|r| r)
+                .map_err(Failure::runtime)?;
+            Some(location.display.clone())
+        }
+        (None, Some(path)) => Some(path.display().to_string()),
+        _ => None,
+    };
+    if let Some(target) = target {
         eprintln!(
-            "wrote {} rows ({unit}, {}, exact) to {}",
+            "wrote {} rows ({unit}, {}, exact) to {target}",
             completion.rows,
             format.name(),
-            path.display()
         );
     }
     Ok(())

@@ -4,6 +4,7 @@
 //! reference is scanned once: an aggregate's `input_rows` is counted as its input flows.
 
 mod count;
+pub mod source;
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -60,6 +61,7 @@ pub struct Engine {
     ctx: SessionContext,
     clock: Clock,
     path: PathBuf,
+    chosen: source::Chosen,
 }
 
 impl Engine {
@@ -70,7 +72,7 @@ impl Engine {
             return Err(Error::MissingArchive(path.clone()));
         }
         // Fails early on a file that is not an archive.
-        read_generation(path)?;
+        let generation = read_generation(path)?;
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = options.memory_limit {
             // A fair pool: spilling operators (sorts, aggregates) share what the others leave,
@@ -90,12 +92,23 @@ impl Engine {
             .build();
         let ctx = SessionContext::new_with_state(state);
         quarry_udf::functions::register_all(&ctx);
-        quarry_providers::sqlite::register_archive(&ctx, path).map_err(engine_error)?;
+        let chosen = source::register(&ctx, options, generation)?;
         Ok(Engine {
             ctx,
             clock: Clock::from_env(options.tz.as_deref()).map_err(clock_error)?,
             path: path.clone(),
+            chosen,
         })
+    }
+
+    /// The storage this engine reads.
+    pub fn source(&self) -> Source {
+        self.chosen.source
+    }
+
+    /// The session's DataFusion context (exports run their plans in it).
+    pub(crate) fn context(&self) -> &SessionContext {
+        &self.ctx
     }
 
     /// The archive file.
@@ -120,8 +133,11 @@ impl Engine {
             unit: resolved.unit_source.to_string(),
             semantics: resolved.semantics,
             exact: true,
-            source: Source::Sqlite,
-            generation: read_generation(&self.path)?,
+            source: self.chosen.source,
+            generation: match self.chosen.snapshot_generation {
+                Some(generation) => generation,
+                None => read_generation(&self.path)?,
+            },
             skipped_partitions: 0,
             aggregate: counter.is_some(),
         };
@@ -170,7 +186,7 @@ impl Engine {
         let text = datafusion::arrow::util::pretty::pretty_format_batches(&explained)
             .map_err(|e| Error::Execution(e.to_string()))?
             .to_string();
-        Ok(text)
+        Ok(format!("source: {}\n{text}", self.chosen.reason))
     }
 }
 

@@ -12,8 +12,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use quarry_providers::schema::FTS_DELETE_SESSION;
 use quarry_providers::{
-    AFFECTED_TABLES, RESOLVE_USAGE, bump_generation, fulltext_insert_statement, insert_statement,
-    upsert_statement,
+    AFFECTED_TABLES, NOTE_SESSION_PARTITION, RESOLVE_USAGE, bump_generation,
+    fulltext_insert_statement, insert_statement, upsert_statement,
 };
 
 use super::derive::SessionRows;
@@ -265,6 +265,8 @@ pub fn file_session_ids(tx: &Connection, path: &str) -> rusqlite::Result<Vec<Str
 /// Deletes every row of `ids` that a re-ingest replaces (`usage` is resolved afterwards).
 fn delete_sessions(tx: &Connection, ids: &[String]) -> rusqlite::Result<()> {
     for id in ids {
+        // The snapshot partition the session leaves (its rows are about to go).
+        tx.prepare_cached(NOTE_SESSION_PARTITION)?.execute([id])?;
         // The index first: its delete reads the blocks' values.
         tx.prepare_cached(FTS_DELETE_SESSION)?.execute([id])?;
         // Every table whose rows a re-ingest replaces, `sessions` and `delegations` included.

@@ -6,7 +6,7 @@
 //! large tables into rowid ranges so both cores scan at once.
 
 mod pushdown;
-mod scan;
+pub(crate) mod scan;
 mod schema;
 mod table;
 

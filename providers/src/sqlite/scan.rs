@@ -207,7 +207,7 @@ impl ExecutionPlan for SqliteScanExec {
     }
 }
 
-fn sqlite_error(e: rusqlite::Error) -> DataFusionError {
+pub(crate) fn sqlite_error(e: rusqlite::Error) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }
 
@@ -235,43 +235,69 @@ fn read_partition(
     let mut rows = stmt
         .query(rusqlite::params_from_iter(params.iter()))
         .map_err(sqlite_error)?;
-    let types: Vec<DataType> = spec
-        .schema
-        .fields()
-        .iter()
-        .map(|f| f.data_type().clone())
-        .collect();
-    let mut builders: Vec<ColumnBuilder> = types
-        .iter()
-        .map(|t| ColumnBuilder::new(t, batch_size))
-        .collect();
-    let mut count = 0usize;
+    let mut batch = BatchBuilder::new(Arc::clone(&spec.schema), batch_size);
     while let Some(row) = rows.next().map_err(sqlite_error)? {
-        for (i, builder) in builders.iter_mut().enumerate() {
-            builder.append(row.get_ref(i).map_err(sqlite_error)?);
-        }
-        count += 1;
-        if count == batch_size {
-            let batch = finish(spec, &mut builders, count)?;
-            count = 0;
-            if sender.blocking_send(Ok(batch)).is_err() {
-                return Ok(());
-            }
+        batch.append(row)?;
+        if batch.len() == batch_size && sender.blocking_send(batch.finish()).is_err() {
+            return Ok(());
         }
     }
-    if count > 0 {
-        let batch = finish(spec, &mut builders, count)?;
-        let _ = sender.blocking_send(Ok(batch));
+    if batch.len() > 0 {
+        let _ = sender.blocking_send(batch.finish());
     }
     Ok(())
 }
 
-fn finish(spec: &ScanSpec, builders: &mut [ColumnBuilder], rows: usize) -> Result<RecordBatch> {
-    let columns: Vec<ArrayRef> = builders.iter_mut().map(ColumnBuilder::finish).collect();
-    let options =
-        datafusion::arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(rows));
-    RecordBatch::try_new_with_options(Arc::clone(&spec.schema), columns, &options)
-        .map_err(DataFusionError::from)
+/// Rows of SQLite results gathered into `RecordBatch`es of one schema (the query selects the
+/// schema's columns in order).
+pub(crate) struct BatchBuilder {
+    schema: SchemaRef,
+    builders: Vec<ColumnBuilder>,
+    rows: usize,
+}
+
+impl BatchBuilder {
+    /// A builder of batches of `schema`, sized for `capacity` rows.
+    pub(crate) fn new(schema: SchemaRef, capacity: usize) -> Self {
+        let builders = schema
+            .fields()
+            .iter()
+            .map(|f| ColumnBuilder::new(f.data_type(), capacity))
+            .collect();
+        BatchBuilder {
+            schema,
+            builders,
+            rows: 0,
+        }
+    }
+
+    /// Adds one result row.
+    pub(crate) fn append(&mut self, row: &rusqlite::Row<'_>) -> Result<()> {
+        for (i, builder) in self.builders.iter_mut().enumerate() {
+            builder.append(row.get_ref(i).map_err(sqlite_error)?);
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Rows gathered since the last batch.
+    pub(crate) fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// The gathered rows as a batch; the builder starts again empty.
+    pub(crate) fn finish(&mut self) -> Result<RecordBatch> {
+        let columns: Vec<ArrayRef> = self
+            .builders
+            .iter_mut()
+            .map(ColumnBuilder::finish)
+            .collect();
+        let options = datafusion::arrow::record_batch::RecordBatchOptions::new()
+            .with_row_count(Some(self.rows));
+        self.rows = 0;
+        RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)
+            .map_err(DataFusionError::from)
+    }
 }
 
 /// An Arrow builder for one column, tolerant of SQLite's dynamic typing.
