@@ -597,13 +597,7 @@ fn run_snapshot(
         &options, &settings, &progress,
     ))
     .and_then(|r| r)
-    .map_err(|e| {
-        if e.is_usage() {
-            Failure::usage(e)
-        } else {
-            Failure::runtime(e)
-        }
-    })?;
+    .map_err(by_class)?;
     if json {
         emit(&format!(
             "{}\n",
@@ -654,13 +648,7 @@ fn run_export(
         partition_by,
     ))
     .and_then(|r| r)
-    .map_err(|e| {
-        if e.is_usage() {
-            Failure::usage(e)
-        } else {
-            Failure::runtime(e)
-        }
-    })?;
+    .map_err(by_class)?;
     let mut out = String::new();
     for t in &written {
         out.push_str(&format!(
@@ -674,6 +662,15 @@ fn run_export(
     out.push_str(&format!("read from: {}\n", quarry.source().name()));
     emit(&out);
     Ok(())
+}
+
+/// A library error as a failure of its class: exit 2 for a usage error, 1 otherwise.
+fn by_class(e: Error) -> Failure {
+    if e.is_usage() {
+        Failure::usage(e)
+    } else {
+        Failure::runtime(e)
+    }
 }
 
 /// A library error as the command line reports it: a query's diagnostics drawn under the query
@@ -699,8 +696,7 @@ fn failure(query: &str, e: Error, json: bool) -> Failure {
             ));
             Failure::silent(2)
         }
-        e if e.is_usage() => Failure::usage(e),
-        e => Failure::runtime(e),
+        e => by_class(e),
     }
 }
 

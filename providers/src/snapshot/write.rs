@@ -526,7 +526,7 @@ fn read_archive(
             Ok(sender.blocking_send(Ok(Message::Rows(n, rows))).is_ok())
         };
         // Gathers the rows of one statement; false when the writer has gone away.
-        let mut drain = |mut rows: rusqlite::Rows<'_>, batch: &mut BatchBuilder| {
+        let drain = |mut rows: rusqlite::Rows<'_>, batch: &mut BatchBuilder| {
             while let Some(row) = rows.next()? {
                 batch
                     .append(row)
