@@ -12,6 +12,17 @@
 # DUCKDB_VERSION (default 1.5.6).
 set -euo pipefail
 tools=${QUARRY_BENCH_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry-bench}
+
+# venv DIR REQUIREMENT CHECK...: installs REQUIREMENT from PyPI into a virtual environment at DIR
+# unless the command CHECK... already succeeds.
+venv() {
+  local dir=$1 requirement=$2
+  shift 2
+  if ! "$@" >/dev/null 2>&1; then
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$requirement" >&2
+  fi
+}
 case "${1:-}" in
   ccusage)
     version=${CCUSAGE_VERSION:-20.0.24}
@@ -29,28 +40,19 @@ case "${1:-}" in
     version=${DUCKDB_VERSION:-1.5.6}
     dir=$tools/duckdb-$version
     bin=$dir/bin/duckdb
-    if [ ! -x "$bin" ] || ! "$bin" --version 2>/dev/null | grep -qF "v$version"; then
-      python3 -m venv "$dir"
-      "$dir/bin/pip" install --quiet --disable-pip-version-check "duckdb-cli==$version" >&2
-    fi
+    venv "$dir" "duckdb-cli==$version" sh -c "'$bin' --version | grep -qF 'v$version'"
     echo "$bin"
     ;;
   pyarrow)
     version=${PYARROW_VERSION:-26.0.1}
     dir=$tools/pyarrow-$version
-    if ! "$dir/bin/python" -c "import pyarrow" 2>/dev/null; then
-      python3 -m venv "$dir"
-      "$dir/bin/pip" install --quiet --disable-pip-version-check "pyarrow==$version" >&2
-    fi
+    venv "$dir" "pyarrow==$version" "$dir/bin/python" -c "import pyarrow"
     echo "$dir/bin/python"
     ;;
   moto)
     version=${MOTO_VERSION:-5.2.5}
     dir=$tools/moto-$version
-    if [ ! -x "$dir/bin/moto_server" ]; then
-      python3 -m venv "$dir"
-      "$dir/bin/pip" install --quiet --disable-pip-version-check "moto[server]==$version" >&2
-    fi
+    venv "$dir" "moto[server]==$version" test -x "$dir/bin/moto_server"
     echo "$dir/bin/moto_server"
     ;;
   *)

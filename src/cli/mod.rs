@@ -199,6 +199,13 @@ pub enum Command {
         /// Rows per Parquet row group.
         #[arg(long, value_name = "N")]
         row_group_rows: Option<usize>,
+        /// Plain-encode Parquet columns instead of dictionary pages (a layout to measure).
+        #[arg(long)]
+        no_dictionary: bool,
+        /// parquet (the default), or arrow: uncompressed Arrow IPC files, local folders only
+        /// (a layout to measure).
+        #[arg(long, value_name = "FORMAT", value_parser = ["parquet", "arrow"])]
+        file_format: Option<String>,
     },
     /// Write whole tables to a folder or object store in --format parquet (the default),
     /// arrow, csv or ndjson.
@@ -409,7 +416,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             }
             drop(archive);
             if refresh_snapshot {
-                run_snapshot(&cli, None, false, None, None)?;
+                run_snapshot(&cli, None, Default::default())?;
             }
             Ok(())
         }
@@ -418,7 +425,28 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             full,
             compression,
             row_group_rows,
-        } => run_snapshot(&cli, to, full, compression, row_group_rows),
+            no_dictionary,
+            file_format,
+        } => {
+            let mut settings = quarry_providers::snapshot::WriteSettings {
+                full,
+                dictionary: !no_dictionary,
+                ..Default::default()
+            };
+            if let Some(c) = compression {
+                settings.compression = c;
+            }
+            if let Some(f) = file_format {
+                settings.file_format = f;
+            }
+            if let Some(n) = row_group_rows {
+                if n == 0 {
+                    return Err(Failure::usage("--row-group-rows must be at least 1"));
+                }
+                settings.row_group_rows = n;
+            }
+            run_snapshot(&cli, to, settings)
+        }
         Command::Export {
             to,
             tables,
@@ -561,27 +589,12 @@ fn options(cli: &Cli) -> Result<Options, Failure> {
 fn run_snapshot(
     cli: &Cli,
     to: Option<String>,
-    full: bool,
-    compression: Option<String>,
-    row_group_rows: Option<usize>,
+    settings: quarry_providers::snapshot::WriteSettings,
 ) -> Result<(), Failure> {
     let json = cli.format() == Format::Json;
     let mut options = options(cli)?;
     if to.is_some() {
         options.snapshot_url = to;
-    }
-    let mut settings = quarry_providers::snapshot::WriteSettings {
-        full,
-        ..Default::default()
-    };
-    if let Some(c) = compression {
-        settings.compression = c;
-    }
-    if let Some(n) = row_group_rows {
-        if n == 0 {
-            return Err(Failure::usage("--row-group-rows must be at least 1"));
-        }
-        settings.row_group_rows = n;
     }
     let started = std::time::Instant::now();
     let show = !json && std::io::stderr().is_terminal();

@@ -19,6 +19,14 @@ pub const FORMAT: &str = "quarry-snapshot";
 /// The layout version: a snapshot of another layout is rewritten whole, never refreshed.
 pub const LAYOUT: u32 = 1;
 
+fn yes() -> bool {
+    true
+}
+
+fn parquet() -> String {
+    "parquet".into()
+}
+
 /// A snapshot's table of contents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -36,6 +44,12 @@ pub struct Manifest {
     pub compression: String,
     /// Rows per row group.
     pub row_group_rows: usize,
+    /// Whether Parquet columns are dictionary-encoded.
+    #[serde(default = "yes")]
+    pub dictionary: bool,
+    /// `parquet` or `arrow` (Arrow IPC files).
+    #[serde(default = "parquet")]
+    pub file_format: String,
     /// Every table of the catalog.
     pub tables: BTreeMap<String, TableFiles>,
 }

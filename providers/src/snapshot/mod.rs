@@ -128,7 +128,8 @@ pub fn register_snapshot(
         } else {
             None
         };
-        let table = SnapshotTable::new(def, root, files, fulltext)?;
+        let arrow = manifest.file_format == "arrow";
+        let table = SnapshotTable::with_format(def, root, files, fulltext, arrow)?;
         ctx.register_table(def.name, Arc::new(table))?;
     }
     Ok(())

@@ -12,6 +12,7 @@ use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::{Result, Statistics};
 use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::file_format::arrow::ArrowFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::PartitionedFile;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
@@ -33,6 +34,8 @@ pub struct SnapshotTable {
     /// (path inside the store, bytes), in partition order.
     files: Vec<(String, u64)>,
     rows: u64,
+    /// Arrow IPC files rather than Parquet.
+    arrow: bool,
     is_view: bool,
     /// The archive's own provider of the table, for full-text matches.
     fulltext: Option<Arc<SqliteTable>>,
@@ -46,6 +49,17 @@ impl SnapshotTable {
         files: &TableFiles,
         fulltext: Option<Arc<SqliteTable>>,
     ) -> Result<Self> {
+        Self::with_format(def, root, files, fulltext, false)
+    }
+
+    /// [`SnapshotTable::new`] over Arrow IPC files when `arrow`.
+    pub fn with_format(
+        def: &quarry_schema::Table,
+        root: &Location,
+        files: &TableFiles,
+        fulltext: Option<Arc<SqliteTable>>,
+        arrow: bool,
+    ) -> Result<Self> {
         let store_url = ObjectStoreUrl::parse(root.store_url.as_str())?;
         Ok(SnapshotTable {
             schema: arrow_schema(def),
@@ -57,6 +71,7 @@ impl SnapshotTable {
                 .map(|f| (root.child(&f.path).to_string(), f.bytes))
                 .collect(),
             rows: files.rows,
+            arrow,
             is_view: def.kind == quarry_schema::TableKind::View,
             fulltext,
         })
@@ -118,7 +133,11 @@ impl TableProvider for SnapshotTable {
             };
             return Ok(Arc::new(EmptyExec::new(schema)));
         }
-        let format = ParquetFormat::default().with_options(state.default_table_options().parquet);
+        let format: Arc<dyn FileFormat> = if self.arrow {
+            Arc::new(ArrowFormat)
+        } else {
+            Arc::new(ParquetFormat::default().with_options(state.default_table_options().parquet))
+        };
         let source = format.file_source(Arc::clone(&self.schema).into());
         // Files spread over the session's partitions by size, largest first.
         let groups = state

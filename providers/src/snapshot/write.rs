@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::ipc;
 use datafusion::arrow::record_batch::RecordBatch;
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
@@ -42,6 +43,11 @@ pub struct WriteSettings {
     pub compression: String,
     /// Rows per row group.
     pub row_group_rows: usize,
+    /// Dictionary-encode Parquet columns (on by default; off is one of the measured layouts).
+    pub dictionary: bool,
+    /// `parquet`, or `arrow` (Arrow IPC files, uncompressed, no decode: a local-only layout the
+    /// measurements compare).
+    pub file_format: String,
     /// Rewrite every partition, whatever changed.
     pub full: bool,
 }
@@ -52,6 +58,8 @@ impl Default for WriteSettings {
         WriteSettings {
             compression: "lz4".into(),
             row_group_rows: 131_072,
+            dictionary: true,
+            file_format: "parquet".into(),
             full: false,
         }
     }
@@ -139,7 +147,24 @@ pub async fn write_snapshot(
             && m.schema_version == SCHEMA_VERSION
             && m.compression == settings.compression
             && m.row_group_rows == settings.row_group_rows
+            && m.dictionary == settings.dictionary
+            && m.file_format == settings.file_format
     });
+    let arrow = match settings.file_format.as_str() {
+        "parquet" => false,
+        "arrow" if root.is_local() => true,
+        "arrow" => {
+            return Err(SnapshotError::Setting(
+                "an Arrow IPC snapshot is a local layout: give a folder, not an object store URL"
+                    .into(),
+            ));
+        }
+        other => {
+            return Err(SnapshotError::Setting(format!(
+                "unknown snapshot file format {other:?}: use parquet or arrow"
+            )));
+        }
+    };
     let (sender, mut receiver) = tokio::sync::mpsc::channel::<Result<Message, SnapshotError>>(4);
     let path = archive.to_path_buf();
     let since = reusable.as_ref().map(|m| m.generation);
@@ -178,7 +203,9 @@ pub async fn write_snapshot(
         .set_compression(compression)
         .set_max_row_group_row_count(Some(settings.row_group_rows.max(1)))
         .set_statistics_enabled(EnabledStatistics::Page)
+        .set_dictionary_enabled(settings.dictionary)
         .build();
+    let extension = if arrow { "arrow" } else { "parquet" };
     let stamp = chrono_stamp();
     let mut writers: Vec<Option<FileWriter>> = plan.jobs.iter().map(|_| None).collect();
     let mut written: BTreeMap<(String, String), FileEntry> = BTreeMap::new();
@@ -192,15 +219,14 @@ pub async fn write_snapshot(
                 if slot.is_none() {
                     let (table, partition) = &plan.jobs[n];
                     let relative = format!(
-                        "data/{table}/{partition}/g{}-{stamp}.parquet",
+                        "data/{table}/{partition}/g{}-{stamp}.{extension}",
                         plan.generation
                     );
-                    *slot = Some(FileWriter::open(
-                        root,
-                        relative,
-                        batch.schema(),
-                        &properties,
-                    )?);
+                    *slot = Some(if arrow {
+                        FileWriter::open_arrow(root, relative, &batch.schema())?
+                    } else {
+                        FileWriter::open(root, relative, batch.schema(), &properties)?
+                    });
                 }
                 if let Some(writer) = slot {
                     writer.write(&batch).await?;
@@ -287,6 +313,8 @@ pub async fn write_snapshot(
         written_at_ms: now_ms(),
         compression: settings.compression.clone(),
         row_group_rows: settings.row_group_rows,
+        dictionary: settings.dictionary,
+        file_format: settings.file_format.clone(),
         tables,
     };
     manifest::publish(root, &manifest).await?;
@@ -330,11 +358,23 @@ fn codec(name: &str) -> Result<Compression, SnapshotError> {
     })
 }
 
-/// One Parquet file being written.
+/// One file being written.
 struct FileWriter {
     relative: String,
-    writer: AsyncArrowWriter<BufWriter>,
+    sink: Sink,
     rows: u64,
+}
+
+/// Where a file's batches go.
+enum Sink {
+    /// Parquet through the object store.
+    Parquet(AsyncArrowWriter<BufWriter>),
+    /// An Arrow IPC file on the local file system, renamed into place when complete.
+    Arrow {
+        writer: ipc::writer::FileWriter<std::io::BufWriter<std::fs::File>>,
+        staged: PathBuf,
+        path: PathBuf,
+    },
 }
 
 impl FileWriter {
@@ -353,25 +393,59 @@ impl FileWriter {
             .map_err(|e| SnapshotError::write(&relative, e))?;
         Ok(FileWriter {
             relative,
-            writer,
+            sink: Sink::Parquet(writer),
+            rows: 0,
+        })
+    }
+
+    fn open_arrow(
+        root: &Location,
+        relative: String,
+        schema: &SchemaRef,
+    ) -> Result<Self, SnapshotError> {
+        let path = PathBuf::from(format!("/{}", root.child(&relative)));
+        let staged = path.with_extension("arrow.partial");
+        let fail = |e: &dyn std::fmt::Display| SnapshotError::write(&relative, e);
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder).map_err(|e| fail(&e))?;
+        }
+        let file = std::fs::File::create(&staged).map_err(|e| fail(&e))?;
+        let writer = ipc::writer::FileWriter::try_new(std::io::BufWriter::new(file), schema)
+            .map_err(|e| fail(&e))?;
+        Ok(FileWriter {
+            relative,
+            sink: Sink::Arrow {
+                writer,
+                staged,
+                path,
+            },
             rows: 0,
         })
     }
 
     async fn write(&mut self, batch: &RecordBatch) -> Result<(), SnapshotError> {
         self.rows += batch.num_rows() as u64;
-        self.writer
-            .write(batch)
-            .await
-            .map_err(|e| SnapshotError::write(&self.relative, e))
+        let done = match &mut self.sink {
+            Sink::Parquet(writer) => writer.write(batch).await.map_err(|e| e.to_string()),
+            Sink::Arrow { writer, .. } => writer.write(batch).map_err(|e| e.to_string()),
+        };
+        done.map_err(|e| SnapshotError::write(&self.relative, e))
     }
 
     async fn close(self, root: &Location) -> Result<FileEntry, SnapshotError> {
         let relative = self.relative;
-        self.writer
-            .close()
-            .await
-            .map_err(|e| SnapshotError::write(&relative, e))?;
+        let done = match self.sink {
+            Sink::Parquet(writer) => writer.close().await.map(|_| ()).map_err(|e| e.to_string()),
+            Sink::Arrow {
+                mut writer,
+                staged,
+                path,
+            } => writer
+                .finish()
+                .map_err(|e| e.to_string())
+                .and_then(|()| std::fs::rename(&staged, &path).map_err(|e| e.to_string())),
+        };
+        done.map_err(|e| SnapshotError::write(&relative, e))?;
         let meta = root
             .store
             .head(&root.child(&relative))
