@@ -193,7 +193,7 @@ pub enum Command {
         /// Rewrite every partition.
         #[arg(long)]
         full: bool,
-        /// Parquet codec: lz4 (the default), zstd, zstd(LEVEL), snappy or none.
+        /// Parquet codec: zstd(1) (the default), zstd(LEVEL), zstd, lz4, snappy or none.
         #[arg(long, value_name = "CODEC")]
         compression: Option<String>,
         /// Rows per Parquet row group.

@@ -56,7 +56,7 @@ impl Default for WriteSettings {
     /// The layout the measurements in `docs/benchmarks.md` chose.
     fn default() -> Self {
         WriteSettings {
-            compression: "lz4".into(),
+            compression: "zstd(1)".into(),
             row_group_rows: 131_072,
             dictionary: true,
             file_format: "parquet".into(),
