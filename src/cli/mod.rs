@@ -3,6 +3,7 @@
 
 mod complete;
 mod explain;
+mod storage;
 mod tables;
 
 use std::io::{IsTerminal, Write};
@@ -185,41 +186,10 @@ pub enum Command {
     },
     /// Write or refresh the columnar snapshot (Parquet) that `--source auto|snapshot` reads:
     /// only the partitions changed since it was last written are rewritten.
-    Snapshot {
-        /// Keep the snapshot at this URL (a folder, s3://bucket/prefix, ...) instead of the
-        /// folder beside the archive; read it with --snapshot-url.
-        #[arg(long, value_name = "URL")]
-        to: Option<String>,
-        /// Rewrite every partition.
-        #[arg(long)]
-        full: bool,
-        /// Parquet codec: zstd(1) (the default), zstd(LEVEL), zstd, lz4, snappy or none.
-        #[arg(long, value_name = "CODEC")]
-        compression: Option<String>,
-        /// Rows per Parquet row group.
-        #[arg(long, value_name = "N")]
-        row_group_rows: Option<usize>,
-        /// Plain-encode Parquet columns instead of dictionary pages (a layout to measure).
-        #[arg(long)]
-        no_dictionary: bool,
-        /// parquet (the default), or arrow: uncompressed Arrow IPC files, local folders only
-        /// (a layout to measure).
-        #[arg(long, value_name = "FORMAT", value_parser = ["parquet", "arrow"])]
-        file_format: Option<String>,
-    },
+    Snapshot(storage::SnapshotArgs),
     /// Write whole tables to a folder or object store in --format parquet (the default),
     /// arrow, csv or ndjson.
-    Export {
-        /// Where: a folder, file://, s3://bucket/prefix or memory:// URL.
-        #[arg(long, value_name = "URL")]
-        to: String,
-        /// The tables (comma-separated; default every table of the catalog).
-        #[arg(long, value_name = "T,...", value_delimiter = ',')]
-        tables: Vec<String>,
-        /// Write each table as Hive-style partition folders of this column.
-        #[arg(long, value_name = "COLUMN")]
-        partition_by: Option<String>,
-    },
+    Export(storage::ExportArgs),
     /// Run a query (the same as `quarry QUERY`; use it when the query is a verb's name).
     Query {
         /// The query.
@@ -369,7 +339,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             "give a query or a verb; see `quarry --help`",
         ));
     };
-    if let Command::Export { .. } = command {
+    if let Command::Export(_) = command {
         if cli.output.is_some() {
             return Err(Failure::usage("export writes to --to URL, not -o"));
         }
@@ -416,42 +386,12 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             }
             drop(archive);
             if refresh_snapshot {
-                run_snapshot(&cli, None, Default::default())?;
+                storage::run_snapshot(&cli, storage::SnapshotArgs::default())?;
             }
             Ok(())
         }
-        Command::Snapshot {
-            to,
-            full,
-            compression,
-            row_group_rows,
-            no_dictionary,
-            file_format,
-        } => {
-            let mut settings = quarry_providers::snapshot::WriteSettings {
-                full,
-                dictionary: !no_dictionary,
-                ..Default::default()
-            };
-            if let Some(c) = compression {
-                settings.compression = c;
-            }
-            if let Some(f) = file_format {
-                settings.file_format = f;
-            }
-            if let Some(n) = row_group_rows {
-                if n == 0 {
-                    return Err(Failure::usage("--row-group-rows must be at least 1"));
-                }
-                settings.row_group_rows = n;
-            }
-            run_snapshot(&cli, to, settings)
-        }
-        Command::Export {
-            to,
-            tables,
-            partition_by,
-        } => run_export(&cli, &to, &tables, partition_by.as_deref()),
+        Command::Snapshot(args) => storage::run_snapshot(&cli, args),
+        Command::Export(args) => storage::run_export(&cli, args),
         Command::Reindex => {
             let archive = open_archive(cli.archive)?;
             let summary =
@@ -585,100 +525,8 @@ fn options(cli: &Cli) -> Result<Options, Failure> {
     Ok(options)
 }
 
-/// `quarry snapshot` (and `ingest --refresh-snapshot`).
-fn run_snapshot(
-    cli: &Cli,
-    to: Option<String>,
-    settings: quarry_providers::snapshot::WriteSettings,
-) -> Result<(), Failure> {
-    let json = cli.format() == Format::Json;
-    let mut options = options(cli)?;
-    if to.is_some() {
-        options.snapshot_url = to;
-    }
-    let started = std::time::Instant::now();
-    let show = !json && std::io::stderr().is_terminal();
-    let progress = move |t: &quarry_providers::snapshot::TableReport| {
-        if show {
-            eprintln!(
-                "  {:<18} {:>12} rows  {} partitions written, {} kept",
-                t.table, t.rows, t.partitions_written, t.partitions_kept
-            );
-        }
-    };
-    let report = block_on(crate::export::write_snapshot(
-        &options, &settings, &progress,
-    ))
-    .and_then(|r| r)
-    .map_err(by_class)?;
-    if json {
-        emit(&format!(
-            "{}\n",
-            serde_json::to_value(&report).unwrap_or_default()
-        ));
-    } else if report.unchanged {
-        emit(&format!(
-            "snapshot at {} is up to date (generation {})\n",
-            report.location, report.generation
-        ));
-    } else {
-        let written: u64 = report.tables.iter().map(|t| t.rows_written).sum();
-        let parts: usize = report.tables.iter().map(|t| t.partitions_written).sum();
-        let kept: usize = report.tables.iter().map(|t| t.partitions_kept).sum();
-        emit(&format!(
-            "snapshot at {} now as of generation {}{}: {} rows in {} partition files written, {} kept, {} old files removed; {:.1} MB in all ({:.1} s)\n",
-            report.location,
-            report.generation,
-            match (report.full, report.previous_generation) {
-                (false, Some(g)) => format!(" (refreshed from {g})"),
-                _ => " (written whole)".to_string(),
-            },
-            written,
-            parts,
-            kept,
-            report.files_removed,
-            report.bytes as f64 / 1e6,
-            started.elapsed().as_secs_f64()
-        ));
-    }
-    Ok(())
-}
-
-/// `quarry export --to URL`.
-fn run_export(
-    cli: &Cli,
-    to: &str,
-    tables: &[String],
-    partition_by: Option<&str>,
-) -> Result<(), Failure> {
-    let format = cli.format.unwrap_or(Format::Parquet);
-    let quarry = Quarry::open(&options(cli)?).map_err(Failure::runtime)?;
-    let written = block_on(crate::export::export_tables(
-        &quarry,
-        to,
-        tables,
-        format,
-        partition_by,
-    ))
-    .and_then(|r| r)
-    .map_err(by_class)?;
-    let mut out = String::new();
-    for t in &written {
-        out.push_str(&format!(
-            "wrote {} rows of {} ({}) to {}\n",
-            t.rows,
-            t.table,
-            format.name(),
-            t.url
-        ));
-    }
-    out.push_str(&format!("read from: {}\n", quarry.source().name()));
-    emit(&out);
-    Ok(())
-}
-
 /// A library error as a failure of its class: exit 2 for a usage error, 1 otherwise.
-fn by_class(e: Error) -> Failure {
+pub(crate) fn by_class(e: Error) -> Failure {
     if e.is_usage() {
         Failure::usage(e)
     } else {
@@ -739,22 +587,15 @@ fn answer_format(cli: &Cli, path: Option<&std::path::Path>) -> Result<Format, Fa
 
 fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
     // An object store URL: the answer is written to a local file first, then uploaded whole.
-    let remote = match cli.output.as_deref() {
-        Some(target) if target.contains("://") && !target.starts_with("file://") => {
-            Some(quarry_providers::store::locate(target).map_err(Failure::usage)?)
-        }
-        _ => None,
-    };
-    let staging = match &remote {
-        Some(_) => Some(tempfile::tempdir().map_err(Failure::runtime)?),
-        None => None,
-    };
-    let path = match (&remote, &staging, cli.output.as_deref()) {
-        (Some(location), Some(dir), _) => {
-            let name = location.prefix.filename().unwrap_or("answer").to_string();
-            Some(dir.path().join(name))
-        }
-        (_, _, Some(target)) => Some(output::output_path(target).map_err(Failure::usage)?),
+    let remote = cli
+        .output
+        .as_deref()
+        .map(storage::RemoteOutput::for_target)
+        .transpose()?
+        .flatten();
+    let path = match (&remote, cli.output.as_deref()) {
+        (Some(remote), _) => Some(remote.staged()),
+        (None, Some(target)) => Some(output::output_path(target).map_err(Failure::usage)?),
         _ => None,
     };
     let format = answer_format(cli, path.as_deref())?;
@@ -788,12 +629,7 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
     };
     destination.commit().map_err(Failure::runtime)?;
     let target = match (&remote, &path) {
-        (Some(location), Some(path)) => {
-            block_on(crate::export::upload(path, location))
-                .and_then(|r| r)
-                .map_err(Failure::runtime)?;
-            Some(location.display.clone())
-        }
+        (Some(remote), _) => Some(remote.upload()?),
         (None, Some(path)) => Some(path.display().to_string()),
         _ => None,
     };
