@@ -152,6 +152,7 @@ fn local(target: &str, path: &std::path::Path) -> Result<Location, StoreError> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

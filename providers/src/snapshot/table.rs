@@ -146,7 +146,7 @@ impl TableProvider for SnapshotTable {
             .max(1)
             .min(self.files.len());
         let mut sized: Vec<&(String, u64)> = self.files.iter().collect();
-        sized.sort_by(|a, b| b.1.cmp(&a.1));
+        sized.sort_by_key(|f| std::cmp::Reverse(f.1));
         let mut buckets: Vec<(u64, Vec<PartitionedFile>)> =
             (0..groups).map(|_| (0, Vec::new())).collect();
         for (path, bytes) in sized {

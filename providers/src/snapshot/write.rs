@@ -492,7 +492,7 @@ async fn remove_unreferenced(
 
 /// Reads, in one transaction, the plan and then the rows of every job (see the module docs).
 fn read_archive(
-    path: &PathBuf,
+    path: &Path,
     since: Option<i64>,
     sender: &tokio::sync::mpsc::Sender<Result<Message, SnapshotError>>,
 ) -> Result<(), SnapshotError> {
