@@ -75,8 +75,12 @@ fn answers_are_comparable(query: &str) -> bool {
     !query.contains("limit") && !query.contains("first") && !query.contains("last")
 }
 
-/// The answer of `query` from `quarry`: its schema's types and its rows (with attachments).
-fn answer(quarry: &Quarry, query: &str) -> Result<(Vec<DataType>, Vec<Vec<Value>>, bool), Error> {
+/// One source's answer: its schema's types, its rows (with attachments), and whether the
+/// snapshot answered.
+type Answer = (Vec<DataType>, Vec<Vec<Value>>, bool);
+
+/// The answer of `query` from `quarry`.
+fn answer(quarry: &Quarry, query: &str) -> Result<Answer, Error> {
     let result = runtime().block_on(quarry.query_collect(query, Caps::default()))?;
     let types = result
         .schema
