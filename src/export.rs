@@ -83,9 +83,12 @@ pub async fn export_tables(
     let root = store::locate(to).map_err(|e| Error::Setting(e.to_string()))?;
     let ctx = quarry.engine().context();
     ctx.register_object_store(&root.store_url, Arc::clone(&root.store));
+    // The session's catalog: a reader scope's lacks what it may not see.
+    let visible = |name: &str| ctx.table_exist(name).unwrap_or(false);
     let names: Vec<String> = if tables.is_empty() {
         quarry_schema::CATALOG
             .iter()
+            .filter(|t| visible(t.name))
             .map(|t| t.name.to_string())
             .collect()
     } else {
@@ -95,10 +98,12 @@ pub async fn export_tables(
     let mut out = Vec::new();
     for name in &names {
         let def = quarry_schema::table(name)
-            .filter(|t| t.is_in_catalog())
+            .filter(|t| t.is_in_catalog() && visible(t.name))
             .ok_or_else(|| Error::Setting(format!("unknown table {name} (see `quarry tables`)")))?;
         if let Some(column) = partition_by
-            && !def.columns.iter().any(|c| c.name == column)
+            && !def.columns.iter().any(|c| {
+                c.name == column && (quarry.scope().is_admin() || c.is_visible_to_readers())
+            })
         {
             return Err(Error::Setting(format!(
                 "--partition-by {column}: {name} has no such column"

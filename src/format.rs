@@ -10,6 +10,9 @@ pub enum Format {
     Table,
     /// One JSON document: the envelope.
     Json,
+    /// One JSON document in the SQL data access spec's shape: `{"columns":[names],"rows":[[...]],
+    /// "truncated":..,"skipped_partitions":..}`.
+    SqlJson,
     /// One JSON object per row.
     Ndjson,
     /// Comma-separated values with a header.
@@ -24,9 +27,10 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Table,
         Format::Json,
+        Format::SqlJson,
         Format::Ndjson,
         Format::Csv,
         Format::Yaml,
@@ -34,7 +38,7 @@ impl Format {
         Format::Parquet,
     ];
 
-    /// The format called `name` (`table`, `json`, `ndjson`, `csv`, `yaml`, `arrow`, `parquet`).
+    /// The format called `name` (`table`, `json`, `sql-json`, `ndjson`, `csv`, `yaml`, `arrow`, `parquet`).
     pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name() == name)
     }
@@ -44,6 +48,7 @@ impl Format {
         match self {
             Format::Table => "table",
             Format::Json => "json",
+            Format::SqlJson => "sql-json",
             Format::Ndjson => "ndjson",
             Format::Csv => "csv",
             Format::Yaml => "yaml",

@@ -12,6 +12,7 @@
 
 pub mod api;
 pub mod assertions;
+pub mod audit;
 pub mod cli;
 #[cfg(feature = "engine")]
 mod engine;
@@ -23,13 +24,14 @@ pub mod location;
 #[cfg(feature = "engine")]
 mod lower;
 pub mod output;
+pub mod scope;
 pub mod synth;
 
 #[cfg(feature = "engine")]
 pub use api::{Attachment, QueryResult};
 pub use api::{
-    Caps, Completion, Error, Options, Quarry, QueryStream, ResultMeta, Scope, Semantics, Source,
-    SourceChoice, block_on,
+    Caller, Caps, Completion, Error, Options, Quarry, QueryStream, ReaderScope, Refusal,
+    ResultMeta, Scope, Semantics, Source, SourceChoice, block_on,
 };
 /// Arrow, as the API's record batches and schemas use it.
 #[cfg(feature = "engine")]

@@ -17,11 +17,17 @@ pub fn archive_path(flag: Option<PathBuf>) -> PathBuf {
         .join("archive.db")
 }
 
-/// The OS user, the default owner of ingested sessions.
+/// The OS user, the default owner of ingested sessions: the name the user database gives the
+/// process's user (so it is known under CI and cron, where `$USER` is often unset), else
+/// `$USER` / `$USERNAME`.
 pub fn os_user() -> Option<String> {
-    std::env::var("USER")
-        .or_else(|_| std::env::var("USERNAME"))
+    whoami::fallible::username()
         .ok()
+        .or_else(|| {
+            std::env::var("USER")
+                .or_else(|_| std::env::var("USERNAME"))
+                .ok()
+        })
         .filter(|u| !u.is_empty())
 }
 

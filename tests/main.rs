@@ -18,6 +18,8 @@ mod oracle;
 mod scale;
 #[cfg(feature = "engine")]
 mod snapshot;
+#[cfg(feature = "engine")]
+mod sql_scope;
 mod support;
 mod synth;
 mod usage_cases;

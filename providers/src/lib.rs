@@ -8,6 +8,8 @@
 pub mod archive;
 pub mod schema;
 #[cfg(feature = "engine")]
+pub mod scoped;
+#[cfg(feature = "engine")]
 pub mod snapshot;
 #[cfg(feature = "engine")]
 pub mod sqlite;

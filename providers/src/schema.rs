@@ -9,10 +9,19 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+
+/// Version 4: `messages.hidden`, set where the source marks a message as never shown to the
+/// user (reader scopes never see such messages). Existing sessions are re-derived by the next
+/// ingest (or `quarry reindex`) so their flags are set.
+const MIGRATION_4: &str = r#"
+ALTER TABLE messages ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;
+INSERT INTO meta (key, value) SELECT 'rederive', 'pending' WHERE EXISTS (SELECT 1 FROM sessions)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+"#;
 
 /// Version 3: `snapshot_changes`, the partitions of the columnar snapshot each write touched
 /// (see [`SNAPSHOT_PARTITION`]). An archive migrated to it has no snapshot yet, so nothing is

@@ -73,11 +73,17 @@ impl ColumnType {
     }
 }
 
-/// Who may read a table or a column.
+/// Who may read a table or a column, and how a reader scope sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Visibility {
-    /// Every scope.
+    /// Every scope, as stored.
     Public,
+    /// Every scope; a reader sees it with credentials masked (tool inputs and outputs, message
+    /// and context text: anything a secret can be pasted into).
+    Masked,
+    /// A person's identity (`sessions.owner`, `assertions.author_ref`): a reader sees it only
+    /// where it is the reader's own owner, NULL elsewhere.
+    Identity,
     /// Only the admin scope (raw payloads, bookkeeping).
     AdminOnly,
 }
@@ -114,7 +120,7 @@ pub struct Column {
 impl Column {
     /// Whether every scope may read the column.
     pub fn is_visible_to_readers(&self) -> bool {
-        self.visibility == Visibility::Public
+        self.visibility != Visibility::AdminOnly
     }
 }
 

@@ -11,7 +11,7 @@ const START_END: &str = " -->";
 const END: &str = "<!-- end generated -->";
 
 /// The Markdown column table of `table`: one row per column with its type (and `, nullable`
-/// when it may be NULL) and its meaning (admin-only columns say so). Ends with a newline.
+/// when it may be NULL) and its meaning (admin-only, masked and identity columns say so). Ends with a newline.
 pub fn markdown_columns(table: &Table) -> String {
     let mut out = String::from("| column | type | meaning |\n|---|---|---|\n");
     for c in table.columns {
@@ -20,6 +20,8 @@ pub fn markdown_columns(table: &Table) -> String {
             Visibility::AdminOnly if table.visibility == Visibility::Public => {
                 " (admin scope only)"
             }
+            Visibility::Masked => " (credentials masked outside the admin scope)",
+            Visibility::Identity => " (outside the admin scope: only the scope's own owner)",
             _ => "",
         };
         out.push_str(&format!(

@@ -2,7 +2,7 @@
 //! (`providers/src/schema.rs`); a drift test compares them with a migrated archive.
 
 use crate::ColumnType::{Boolean, Integer, Json, Real, Text, Time};
-use crate::Visibility::{AdminOnly, Public};
+use crate::Visibility::{AdminOnly, Identity, Masked, Public};
 use crate::{Column, ColumnType, Link, Table, TableKind};
 
 /// A `NOT NULL` column.
@@ -24,6 +24,22 @@ const fn opt(name: &'static str, ty: ColumnType, doc: &'static str) -> Column {
         nullable: true,
         doc,
         visibility: Public,
+    }
+}
+
+/// `column` with credentials masked for reader scopes.
+const fn masked(column: Column) -> Column {
+    Column {
+        visibility: Masked,
+        ..column
+    }
+}
+
+/// `column` holds a person's identity, shown to a reader scope only where it is its own.
+const fn identity(column: Column) -> Column {
+    Column {
+        visibility: Identity,
+        ..column
     }
 }
 
@@ -92,11 +108,11 @@ const SESSIONS: Table = Table {
             Text,
             "the source's id; subagents: `<parent>/agent-<id>`, inline sidechains: `<parent>/sidechain-<root uuid>`; a second file claiming an id already owned by another file gets `~<hash of its path>` appended (and a `duplicate_session_id` diagnostic)",
         ),
-        opt(
+        identity(opt(
             "owner",
             Text,
-            "given at ingest (`--owner`, default the OS user)",
-        ),
+            "given at ingest (`--owner`, default the OS user's name from the user database)",
+        )),
         opt(
             "parent_session_id",
             Text,
@@ -112,11 +128,11 @@ const SESSIONS: Table = Table {
             Text,
             "`subagent`, `sidechain`, `compaction` (Claude Code `agent-acompact-*` runs), or NULL for a main session",
         ),
-        opt(
+        masked(opt(
             "title",
             Text,
             "the source's title (Claude Code: last `summary`, `custom-title` or `ai-title`), else the first authored prompt (80 characters)",
-        ),
+        )),
         opt("cwd", Text, "working directory"),
         opt(
             "repo",
@@ -255,7 +271,7 @@ const MESSAGES: Table = Table {
             Integer,
             "whitespace-separated words of its text blocks",
         ),
-        req("text", Text, "its text blocks, joined by a blank line"),
+        masked(req("text", Text, "its text blocks, joined by a blank line")),
         opt(
             "input_tokens",
             Integer,
@@ -287,6 +303,11 @@ const MESSAGES: Table = Table {
             "5-minute cache writes of its usage rows (NULL when none)",
         ),
         opt("cache_write_1h_tokens", Integer, "likewise, 1-hour"),
+        req(
+            "hidden",
+            Boolean,
+            "the source marks it as never shown to the user (Claude Code `isMeta`, ChatGPT `is_visually_hidden_from_conversation`); reader scopes see neither it nor its blocks, actions and usage",
+        ),
     ],
     key: &["message_id"],
     session_key: Some("session_id"),
@@ -311,7 +332,7 @@ const BLOCKS: Table = Table {
             Text,
             "`text`, `thinking`, `tool_use`, `tool_result`, `image`, `code`, `document`",
         ),
-        req("text", Text, "text; for a tool result, its output"),
+        masked(req("text", Text, "text; for a tool result, its output")),
         opt(
             "tool_name",
             Text,
@@ -322,8 +343,12 @@ const BLOCKS: Table = Table {
             Text,
             "call id pairing a tool_use with its tool_result",
         ),
-        opt("tool_input", Json, "tool input as JSON text"),
-        opt("tool_command", Text, "shell command of a shell-like call"),
+        masked(opt("tool_input", Json, "tool input as JSON text")),
+        masked(opt(
+            "tool_command",
+            Text,
+            "shell command of a shell-like call",
+        )),
         opt(
             "tool_path",
             Text,
@@ -366,10 +391,10 @@ const ACTIONS: Table = Table {
             Text,
             "`file_read` (Read/view), `file_write` (Write), `file_edit` (Edit/MultiEdit/NotebookEdit/apply_patch), `shell` (Bash/shell/exec_command), `git` (a shell command starting with `git`), `search` (Grep/Glob/LS), `web` (WebFetch/WebSearch/web_search_call), `subagent` (Task/Agent), `other`",
         ),
-        opt("tool_command", Text, "shell command"),
+        masked(opt("tool_command", Text, "shell command")),
         opt("tool_path", Text, "file path"),
-        opt("tool_input", Json, "input as JSON text"),
-        opt("output_text", Text, "result text"),
+        masked(opt("tool_input", Json, "input as JSON text")),
+        masked(opt("output_text", Text, "result text")),
         req(
             "is_error",
             Boolean,
@@ -444,8 +469,8 @@ const ASSERTIONS: Table = Table {
         req("kind", Text, "`tag`, `note`, or an imported kind"),
         opt("key", Text, "key (`tag` for tags)"),
         opt("value", Text, "value (the tag)"),
-        opt("body_text", Text, "note text"),
-        opt("author_ref", Text, "who (the OS user for tag/note)"),
+        masked(opt("body_text", Text, "note text")),
+        identity(opt("author_ref", Text, "who (the OS user for tag/note)")),
         req(
             "author_kind",
             Text,
@@ -518,7 +543,7 @@ const OBSERVED_EVENTS: Table = Table {
             "`session_started` (one per session) or `tool_finished` (one per tool result)",
         ),
         opt("subject", Text, "the session or action"),
-        opt("object", Text, "cwd, or the action's path or command"),
+        masked(opt("object", Text, "cwd, or the action's path or command")),
         opt(
             "handler",
             Text,
@@ -526,11 +551,11 @@ const OBSERVED_EVENTS: Table = Table {
         ),
         opt("status", Text, "`ok` or `error`"),
         opt("delivery_state", Text, "`delivered`"),
-        opt(
+        masked(opt(
             "summary",
             Text,
             "title, or the first line of the tool output (200 characters)",
-        ),
+        )),
         opt("occurred_at_ms", Time, "when"),
     ],
     key: &["event_id"],
@@ -561,7 +586,7 @@ const CONTEXT_SNAPSHOTS: Table = Table {
             "`fresh`, `inherited` or `summary`",
         ),
         opt("segment", Text, "`instructions`, `prompt` or `summary`"),
-        req("text", Text, "the context text"),
+        masked(req("text", Text, "the context text")),
         opt("occurred_at_ms", Time, "when"),
     ],
     key: &["snapshot_id"],

@@ -175,7 +175,13 @@ fn times_are_epoch_ms_columns_and_durations_are_integers() {
         .collect();
     assert_eq!(
         flags,
-        HashSet::from(["is_sidechain", "turn_committed", "is_error", "committed"])
+        HashSet::from([
+            "is_sidechain",
+            "turn_committed",
+            "is_error",
+            "committed",
+            "hidden"
+        ])
     );
 }
 

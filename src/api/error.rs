@@ -76,9 +76,95 @@ pub enum Error {
     /// Writing or reading a snapshot failed.
     #[error("{0}")]
     Snapshot(String),
+    /// A SQL statement refused before planning: it is not one read-only query this scope may
+    /// run.
+    #[error("refused ({}): {message}", .refusal.name())]
+    SqlRefused {
+        /// What kind of statement it is.
+        refusal: Refusal,
+        /// What was refused, and what to do instead.
+        message: String,
+    },
+    /// A scope could not be found or made (the scopes file, its name, its predicate).
+    #[error("{0}")]
+    Scope(String),
+    /// Something only the admin scope may do.
+    #[error("{0} is only for the admin scope")]
+    AdminOnly(&'static str),
+    /// The audit trail could not record the query's intent, so the query did not run.
+    #[error("the query did not run: {0}")]
+    Audit(String),
     /// Running the query failed (the archive could not be read, ...).
     #[error("{0}")]
     Execution(String),
+}
+
+/// Why a SQL statement was refused before planning (the `refusal` of [`Error::SqlRefused`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// Empty, whitespace, comments or semicolons only.
+    Empty,
+    /// More than one statement.
+    MultipleStatements,
+    /// Data definition (CREATE, ALTER, DROP, TRUNCATE, CREATE EXTERNAL TABLE, ...).
+    Ddl,
+    /// Data modification (INSERT, UPDATE, DELETE, MERGE), a `WITH` wrapping one included.
+    Dml,
+    /// `SELECT ... INTO`.
+    SelectInto,
+    /// `SHOW ...`.
+    Show,
+    /// `COPY`.
+    Copy,
+    /// `SET` / `RESET`.
+    Set,
+    /// `PRAGMA`, `ATTACH`, `DETACH`.
+    PragmaAttach,
+    /// Transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, ...).
+    Transaction,
+    /// `CREATE FUNCTION`, `DROP FUNCTION`, macros, procedures.
+    Function,
+    /// A table function, or a file path or URL used as a table.
+    ExternalRead,
+    /// `EXPLAIN ANALYZE` (it runs the query).
+    ExplainAnalyze,
+    /// `EXPLAIN EXPLAIN ...`.
+    NestedExplain,
+    /// `EXPLAIN` of a statement that is not a query.
+    ExplainOfNonQuery,
+    /// Plain `EXPLAIN` outside the admin scope.
+    ExplainAdminOnly,
+    /// Any other statement (GRANT, CALL, USE, PREPARE, ...).
+    NotAQuery,
+    /// Not SQL the parser understands.
+    Syntax,
+}
+
+impl Refusal {
+    /// The stable name (as the JSON error shows it).
+    pub fn name(self) -> &'static str {
+        match self {
+            Refusal::Empty => "empty",
+            Refusal::MultipleStatements => "multiple_statements",
+            Refusal::Ddl => "ddl",
+            Refusal::Dml => "dml",
+            Refusal::SelectInto => "select_into",
+            Refusal::Show => "show",
+            Refusal::Copy => "copy",
+            Refusal::Set => "set",
+            Refusal::PragmaAttach => "pragma_attach",
+            Refusal::Transaction => "transaction",
+            Refusal::Function => "function",
+            Refusal::ExternalRead => "external_read",
+            Refusal::ExplainAnalyze => "explain_analyze",
+            Refusal::NestedExplain => "nested_explain",
+            Refusal::ExplainOfNonQuery => "explain_of_non_query",
+            Refusal::ExplainAdminOnly => "explain_admin_only",
+            Refusal::NotAQuery => "not_a_query",
+            Refusal::Syntax => "syntax",
+        }
+    }
 }
 
 impl Error {
@@ -99,6 +185,10 @@ impl Error {
             Error::NoSnapshot(_) => "no_snapshot",
             Error::StaleSnapshot { .. } => "stale_snapshot",
             Error::Snapshot(_) => "snapshot_failed",
+            Error::SqlRefused { .. } => "sql_refused",
+            Error::Scope(_) => "invalid_scope",
+            Error::AdminOnly(_) => "admin_only",
+            Error::Audit(_) => "audit_failed",
             Error::Execution(_) => "execution_failed",
         }
     }
@@ -117,6 +207,9 @@ impl Error {
                 | Error::EngineUnavailable
                 | Error::NoSnapshot(_)
                 | Error::StaleSnapshot { .. }
+                | Error::SqlRefused { .. }
+                | Error::Scope(_)
+                | Error::AdminOnly(_)
         )
     }
 

@@ -31,9 +31,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use self::error::Error;
+pub use self::error::{Error, Refusal};
 #[cfg(feature = "engine")]
 pub use self::stream::{Attachment, QueryResult, QueryStream};
+pub use crate::audit::Caller;
+pub use crate::scope::{ReaderScope, Scope};
 pub use quarry_grammar::resolve::Semantics;
 
 /// How a [`Quarry`] is opened.
@@ -51,8 +53,12 @@ pub struct Options {
     /// Where the columnar snapshot is (a path or an object store URL); `None`: the
     /// `<stem>.snapshot` folder beside the archive.
     pub snapshot_url: Option<String>,
-    /// Which tables, columns and sessions the session may see.
+    /// Which tables, columns and sessions the session may see (decided when it is opened).
     pub scope: Scope,
+    /// Who asks, through what surface: recorded in the audit trail with every query.
+    pub caller: Caller,
+    /// The audit file; `None`: `<archive stem>.audit.db` beside the archive.
+    pub audit_file: Option<PathBuf>,
 }
 
 impl Options {
@@ -65,6 +71,8 @@ impl Options {
             source: SourceChoice::default(),
             snapshot_url: None,
             scope: Scope::default(),
+            caller: Caller::default(),
+            audit_file: None,
         }
     }
 }
@@ -91,15 +99,6 @@ impl SourceChoice {
             _ => None,
         }
     }
-}
-
-/// What a session may see. Only `Admin` (everything) exists today; reader scopes, decided before
-/// planning, come with read-only SQL.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Scope {
-    /// Every table and column.
-    #[default]
-    Admin,
 }
 
 /// The storage an answer was read from (the envelope's `source`).
@@ -231,6 +230,56 @@ impl Quarry {
     #[cfg(feature = "engine")]
     pub async fn query_collect(&self, query: &str, caps: Caps) -> Result<QueryResult, Error> {
         self.query(query, caps).await?.collect().await
+    }
+
+    /// Runs one read-only SQL query over the same catalog (the scope's), checked by its type
+    /// before planning: anything but a single query is [`Error::SqlRefused`]. Its rows stream
+    /// as they are computed, subject only to the caller's `caps`.
+    pub async fn sql(&self, sql: &str, caps: Caps) -> Result<QueryStream, Error> {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.sql(sql, caps).await
+        }
+        #[cfg(not(feature = "engine"))]
+        {
+            let _ = (sql, caps);
+            match self.never {}
+        }
+    }
+
+    /// Runs a SQL query and collects every row.
+    #[cfg(feature = "engine")]
+    pub async fn sql_collect(&self, sql: &str, caps: Caps) -> Result<QueryResult, Error> {
+        self.sql(sql, caps).await?.collect().await
+    }
+
+    /// The scope this session was opened with.
+    pub fn scope(&self) -> &Scope {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.scope()
+        }
+        #[cfg(not(feature = "engine"))]
+        match self.never {}
+    }
+
+    /// The `limit` most recent audit records, newest first (admin scope only).
+    pub fn audit_records(&self, limit: usize) -> Result<Vec<crate::audit::Record>, Error> {
+        #[cfg(feature = "engine")]
+        {
+            if !self.engine.scope().is_admin() {
+                return Err(Error::AdminOnly("the audit trail"));
+            }
+            self.engine
+                .audit()
+                .recent(limit)
+                .map_err(|e| Error::Audit(e.to_string()))
+        }
+        #[cfg(not(feature = "engine"))]
+        {
+            let _ = limit;
+            match self.never {}
+        }
     }
 
     /// The query's logical and physical plans, as DataFusion prints them (pushdown is visible

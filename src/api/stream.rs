@@ -14,6 +14,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use futures::{Stream, StreamExt};
 
 use super::{Completion, Error, ResultMeta};
+use crate::audit::{Outcome, Ticket};
 use crate::engine::{Attached, RowCounter};
 
 /// A query's answer as it streams: [`ResultMeta`] up front, record batches, then a
@@ -28,6 +29,7 @@ pub struct QueryStream {
     counter: Option<RowCounter>,
     attached: Attached,
     ended: bool,
+    ticket: Option<Ticket>,
 }
 
 /// Rows of another unit attached by a `with` projection.
@@ -81,6 +83,7 @@ impl QueryStream {
         limit: Option<usize>,
         counter: Option<RowCounter>,
         attached: Attached,
+        ticket: Option<Ticket>,
     ) -> Self {
         QueryStream {
             meta,
@@ -92,6 +95,7 @@ impl QueryStream {
             counter,
             attached,
             ended: false,
+            ticket,
         }
     }
 
@@ -153,6 +157,28 @@ impl QueryStream {
     fn end(&mut self) {
         self.inner = None;
         self.ended = true;
+        if let Some(mut ticket) = self.ticket.take() {
+            let _ = ticket.finish(Outcome::Ok {
+                rows: self.rows,
+                truncated: self.truncated,
+            });
+        }
+    }
+
+    /// Records a failure as the audited outcome.
+    fn fail(&mut self, error: &Error) {
+        self.inner = None;
+        if let Some(mut ticket) = self.ticket.take() {
+            let _ = ticket.finish(Outcome::Error(&error.to_string()));
+        }
+    }
+
+    /// Counts rows passed on (an abandoned stream's outcome reports them).
+    fn passed(&mut self, rows: usize) {
+        self.rows += rows;
+        if let Some(ticket) = self.ticket.as_mut() {
+            ticket.returned(self.rows);
+        }
     }
 }
 
@@ -173,8 +199,9 @@ impl Stream for QueryStream {
                 }
                 Poll::Ready(Some(Err(e))) => {
                     // A failed answer has no completion.
-                    this.inner = None;
-                    return Poll::Ready(Some(Err(crate::engine::engine_error(e))));
+                    let error = crate::engine::engine_error(e);
+                    this.fail(&error);
+                    return Poll::Ready(Some(Err(error)));
                 }
                 Poll::Ready(Some(Ok(batch))) => batch,
             };
@@ -185,17 +212,17 @@ impl Stream for QueryStream {
                 .limit
                 .map_or(usize::MAX, |l| l.saturating_sub(this.rows));
             if batch.num_rows() <= room {
-                this.rows += batch.num_rows();
+                this.passed(batch.num_rows());
                 return Poll::Ready(Some(Ok(batch)));
             }
             // The cap cuts this batch: the rest is not wanted. (An aggregate's input count is
             // already complete: it read its whole input before its first group.)
             this.truncated = true;
+            this.passed(room);
             this.end();
             if room == 0 {
                 return Poll::Ready(None);
             }
-            this.rows += room;
             return Poll::Ready(Some(Ok(batch.slice(0, room))));
         }
     }

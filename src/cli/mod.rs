@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::audit::Language;
 use crate::format::Format;
 use crate::ingest::{IngestOptions, ingest};
 use crate::location::{archive_path, host_name, os_user};
@@ -64,6 +65,15 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "URL", env = "QUARRY_SNAPSHOT_URL")]
     pub snapshot_url: Option<String>,
 
+    /// The scope to query under: admin (the default: everything) or a reader scope of the
+    /// scopes file (its sessions only, credentials masked, no raw payloads).
+    #[arg(long, global = true, value_name = "NAME", env = "QUARRY_SCOPE")]
+    pub scope: Option<String>,
+
+    /// The scopes file (TOML) defining reader scopes (default: scopes.toml beside the archive).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub scopes: Option<PathBuf>,
+
     /// The verb; anything else is a query (`quarry 'messages | count'` = `quarry query ...`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -86,6 +96,8 @@ const VALUE_FLAGS: &[&str] = &[
     "--tz",
     "--source",
     "--snapshot-url",
+    "--scope",
+    "--scopes",
     "-o",
     "--output",
 ];
@@ -196,6 +208,16 @@ pub enum Command {
         #[arg(allow_hyphen_values = true, required = true)]
         query: Vec<String>,
     },
+    /// Run one read-only SQL query over the same catalog (DataFusion SQL; anything but a single
+    /// query is refused before planning).
+    Sql {
+        /// The statement, e.g. "SELECT role, COUNT(*) FROM messages GROUP BY role".
+        #[arg(allow_hyphen_values = true, required = true)]
+        sql: Vec<String>,
+    },
+    /// The audit trail: the most recent queries with who ran them, their scope and outcome
+    /// (admin scope only; --limit N, default 50).
+    Audit,
     /// The catalog: every table with its exact row count and columns.
     Tables,
     /// Re-derive the archive's transcript sessions from its own stored records, under this
@@ -343,7 +365,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         if cli.output.is_some() {
             return Err(Failure::usage("export writes to --to URL, not -o"));
         }
-    } else if !matches!(command, Command::Query { .. }) {
+    } else if !matches!(command, Command::Query { .. } | Command::Sql { .. }) {
         if cli.output.is_some() {
             return Err(Failure::usage(
                 "-o writes query results; for a verb's report redirect standard output",
@@ -357,7 +379,9 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         }
     }
     match command {
-        Command::Query { query } => run_query(&query.join(" "), &cli),
+        Command::Query { query } => run_query(&query.join(" "), &cli, Language::Query),
+        Command::Sql { sql } => run_query(&sql.join(" "), &cli, Language::Sql),
+        Command::Audit => run_audit(&cli),
         Command::Ingest {
             paths,
             owner,
@@ -407,6 +431,11 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Tables => {
+            if !scope_of(&cli)?.is_admin() {
+                return Err(Failure::usage(
+                    "`quarry tables` (exact counts of the whole archive) is only for the admin scope; a reader scope lists its catalog with `quarry sql \"SELECT table_name, column_name FROM information_schema.columns\"`",
+                ));
+            }
             let archive = open_archive(cli.archive)?;
             let tables = archive.tables().map_err(Failure::runtime)?;
             emit(&tables::render(
@@ -522,7 +551,22 @@ fn options(cli: &Cli) -> Result<Options, Failure> {
         })?;
     }
     options.snapshot_url = cli.snapshot_url.clone();
+    options.scope = scope_of(cli)?;
+    options.caller = crate::Caller {
+        who: os_user(),
+        surface: "cli".into(),
+    };
     Ok(options)
+}
+
+/// The scope `--scope` names (admin when none), from `--scopes` or the file beside the archive.
+fn scope_of(cli: &Cli) -> Result<crate::Scope, Failure> {
+    let name = cli.scope.as_deref().unwrap_or(crate::scope::ADMIN);
+    let file = match &cli.scopes {
+        Some(file) => file.clone(),
+        None => crate::scope::default_scopes_file(&archive_path(cli.archive.clone())),
+    };
+    crate::scope::resolve(name, &file).map_err(Failure::usage)
 }
 
 /// A library error as a failure of its class: exit 2 for a usage error, 1 otherwise.
@@ -548,6 +592,13 @@ fn failure(query: &str, e: Error, json: bool) -> Failure {
                     quarry_grammar::render(query, &diagnostics, stderr_color())
                 );
             }
+            Failure::silent(2)
+        }
+        Error::SqlRefused { refusal, message } if json => {
+            emit(&format!(
+                "{}\n",
+                serde_json::json!({"diagnostics": [{"code": "sql_refused", "refusal": refusal, "message": message}]})
+            ));
             Failure::silent(2)
         }
         e if e.is_plan_refusal() && json => {
@@ -585,7 +636,7 @@ fn answer_format(cli: &Cli, path: Option<&std::path::Path>) -> Result<Format, Fa
     })
 }
 
-fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
+fn run_query(query: &str, cli: &Cli, language: Language) -> Result<(), Failure> {
     // An object store URL: the answer is written to a local file first, then uploaded whole.
     let remote = cli
         .output
@@ -604,7 +655,7 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
             "binary output (arrow, parquet) is not written to a terminal: give -o FILE or redirect standard output",
         ));
     }
-    let json = format == Format::Json;
+    let json = matches!(format, Format::Json | Format::SqlJson);
     let quarry = Quarry::open(&options(cli)?).map_err(|e| failure(query, e, json))?;
     let caps = Caps {
         limit: cli.limit,
@@ -615,7 +666,10 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
         None => Destination::stdout(),
     };
     let written = block_on(async {
-        let stream = quarry.query(query, caps).await?;
+        let stream = match language {
+            Language::Query => quarry.query(query, caps).await?,
+            Language::Sql => quarry.sql(query, caps).await?,
+        };
         let unit = stream.meta().unit.clone();
         output::write(stream, format, &mut destination)
             .await
@@ -640,6 +694,51 @@ fn run_query(query: &str, cli: &Cli) -> Result<(), Failure> {
             format.name(),
         );
     }
+    Ok(())
+}
+
+fn run_audit(cli: &Cli) -> Result<(), Failure> {
+    let quarry = Quarry::open(&options(cli)?).map_err(by_class)?;
+    let records = quarry
+        .audit_records(cli.limit.unwrap_or(50))
+        .map_err(by_class)?;
+    if cli.format() == Format::Json {
+        emit(&format!("{}\n", serde_json::json!({ "records": records })));
+        return Ok(());
+    }
+    let mut out = String::new();
+    for r in &records {
+        let when = chrono::DateTime::from_timestamp_millis(r.at_ms)
+            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+            .unwrap_or_default();
+        let outcome = match (&r.status, &r.error) {
+            (None, _) => "no outcome (no result was returned)".to_string(),
+            (Some(_), Some(e)) => format!("error: {e}"),
+            (Some(s), None) => format!(
+                "{s}, {} rows{}, {} ms",
+                r.rows.unwrap_or(0),
+                if r.truncated == Some(true) {
+                    " (truncated)"
+                } else {
+                    ""
+                },
+                r.duration_ms.unwrap_or(0)
+            ),
+        };
+        out.push_str(&format!(
+            "#{} {when} UTC  {} via {} as {} ({}): {}\n    {outcome}\n",
+            r.intent_id,
+            r.who.as_deref().unwrap_or("?"),
+            r.surface,
+            r.scope,
+            r.language,
+            r.query.replace('\n', " "),
+        ));
+    }
+    if records.is_empty() {
+        out.push_str("no audited queries yet\n");
+    }
+    emit(&out);
     Ok(())
 }
 

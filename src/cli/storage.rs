@@ -63,6 +63,11 @@ pub fn run_snapshot(cli: &Cli, args: SnapshotArgs) -> Result<(), Failure> {
     use quarry_providers::snapshot::{TableReport, WriteSettings};
     let json = cli.format() == Format::Json;
     let mut options = options(cli)?;
+    if !options.scope.is_admin() {
+        return Err(Failure::usage(
+            "`quarry snapshot` copies the whole archive: it is only for the admin scope (a reader exports what it sees with `quarry export`)",
+        ));
+    }
     if args.to.is_some() {
         options.snapshot_url = args.to;
     }

@@ -4,7 +4,9 @@
 //! reference is scanned once: an aggregate's `input_rows` is counted as its input flows.
 
 mod count;
+mod scope;
 pub mod source;
+mod sql;
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,8 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use self::count::RowCounter;
 use self::count::{CountRows, QuarryQueryPlanner};
-use crate::api::{Attachment, Caps, Error, Options, QueryStream, ResultMeta, Source};
+use crate::api::{Attachment, Caps, Error, Options, QueryStream, ResultMeta, Scope, Source};
+use crate::audit::{AuditLog, Caller, Language, Outcome, Ticket};
 use crate::lower::clock::{Clock, ClockError};
 use crate::lower::tables::Tables;
 use crate::lower::{LowerError, lower};
@@ -62,6 +65,9 @@ pub struct Engine {
     clock: Clock,
     path: PathBuf,
     chosen: source::Chosen,
+    scope: Scope,
+    caller: Caller,
+    audit: AuditLog,
 }
 
 impl Engine {
@@ -93,12 +99,41 @@ impl Engine {
         let ctx = SessionContext::new_with_state(state);
         quarry_udf::functions::register_all(&ctx);
         let chosen = source::register(&ctx, options, generation)?;
+        if let Scope::Reader(reader) = &options.scope {
+            scope::apply(&ctx, path, reader)?;
+        }
+        let audit = AuditLog::at(
+            options
+                .audit_file
+                .clone()
+                .unwrap_or_else(|| crate::audit::default_audit_file(path)),
+        );
         Ok(Engine {
             ctx,
             clock: Clock::from_env(options.tz.as_deref()).map_err(clock_error)?,
             path: path.clone(),
             chosen,
+            scope: options.scope.clone(),
+            caller: options.caller.clone(),
+            audit,
         })
+    }
+
+    /// The scope the session was opened with.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The audit trail of this archive.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// Records the intent to run `text`: the query may run only when this succeeds.
+    fn intend(&self, language: Language, text: &str) -> Result<Ticket, Error> {
+        self.audit
+            .intend(&self.caller, self.scope.name(), language, text)
+            .map_err(|e| Error::Audit(e.to_string()))
     }
 
     /// The storage this engine reads.
@@ -134,10 +169,7 @@ impl Engine {
             semantics: resolved.semantics,
             exact: true,
             source: self.chosen.source,
-            generation: match self.chosen.snapshot_generation {
-                Some(generation) => generation,
-                None => read_generation(&self.path)?,
-            },
+            generation: self.generation()?,
             skipped_partitions: 0,
             aggregate: counter.is_some(),
         };
@@ -154,24 +186,86 @@ impl Engine {
 
     /// Runs `query`, streaming its rows subject only to the caller's `caps`.
     pub async fn query(&self, query: &str, caps: Caps) -> Result<QueryStream, Error> {
-        let planned = self.plan(query).await?;
+        let ticket = self.intend(Language::Query, query)?;
+        let started = async {
+            let planned = self.plan(query).await?;
+            let stream = self.execute(planned.plan, caps).await?;
+            Ok(Started {
+                meta: planned.meta,
+                stream,
+                counter: planned.counter,
+                attached: planned.attached,
+            })
+        }
+        .await;
+        audited(ticket, started, caps)
+    }
+
+    /// Runs one read-only SQL query (checked before planning, see [`sql`]), streaming its rows
+    /// subject only to the caller's `caps`.
+    pub async fn sql(&self, text: &str, caps: Caps) -> Result<QueryStream, Error> {
+        let ticket = self.intend(Language::Sql, text)?;
+        let started = async {
+            let statement = sql::check(text, self.scope.is_admin())?;
+            let plan = self
+                .ctx
+                .state()
+                .statement_to_plan(statement)
+                .await
+                .map_err(sql_plan_error)?;
+            datafusion::execution::context::SQLOptions::new()
+                .with_allow_ddl(false)
+                .with_allow_dml(false)
+                .with_allow_statements(false)
+                .verify_plan(&plan)
+                .map_err(sql_plan_error)?;
+            let meta = ResultMeta {
+                unit: "sql".into(),
+                semantics: crate::api::Semantics::Exhaustive,
+                exact: true,
+                source: self.chosen.source,
+                generation: self.generation()?,
+                skipped_partitions: 0,
+                aggregate: false,
+            };
+            let stream = self.execute(plan, caps).await?;
+            Ok(Started {
+                meta,
+                stream,
+                counter: None,
+                attached: Attached {
+                    ctx: self.ctx.clone(),
+                    plans: Vec::new(),
+                },
+            })
+        }
+        .await;
+        audited(ticket, started, caps)
+    }
+
+    /// The rows of `plan` under `caps`, as DataFusion streams them.
+    async fn execute(
+        &self,
+        plan: LogicalPlan,
+        caps: Caps,
+    ) -> Result<datafusion::execution::SendableRecordBatchStream, Error> {
         // One row more than the cap tells whether the cap cut anything.
-        let plan = with_caps(planned.plan, caps).map_err(engine_error)?;
-        let stream = self
-            .ctx
+        let plan = with_caps(plan, caps).map_err(engine_error)?;
+        self.ctx
             .execute_logical_plan(plan)
             .await
             .map_err(engine_error)?
             .execute_stream()
             .await
-            .map_err(engine_error)?;
-        Ok(QueryStream::new(
-            planned.meta,
-            stream,
-            caps.limit,
-            planned.counter,
-            planned.attached,
-        ))
+            .map_err(engine_error)
+    }
+
+    /// The generation the answer reflects: the snapshot's, or the archive's now.
+    fn generation(&self) -> Result<i64, Error> {
+        match self.chosen.snapshot_generation {
+            Some(generation) => Ok(generation),
+            None => read_generation(&self.path),
+        }
     }
 
     /// The logical and physical plans of `query`, as DataFusion prints them.
@@ -188,6 +282,45 @@ impl Engine {
             .to_string();
         Ok(format!("source: {}\n{text}", self.chosen.reason))
     }
+}
+
+/// The stream of a started query with its audit ticket, or the failure recorded as its outcome.
+fn audited(
+    mut ticket: Ticket,
+    started: Result<Started, Error>,
+    caps: Caps,
+) -> Result<QueryStream, Error> {
+    match started {
+        Ok(s) => Ok(QueryStream::new(
+            s.meta,
+            s.stream,
+            caps.limit,
+            s.counter,
+            s.attached,
+            Some(ticket),
+        )),
+        Err(e) => {
+            let _ = ticket.finish(Outcome::Error(&e.to_string()));
+            Err(e)
+        }
+    }
+}
+
+/// A SQL statement DataFusion could not plan: a name outside the catalog (which, for a reader,
+/// is everything outside its scope) or a type error, reported as the query's fault.
+fn sql_plan_error(e: DataFusionError) -> Error {
+    match e.find_root() {
+        DataFusionError::ResourcesExhausted(_) => engine_error(e),
+        root => Error::Unplannable(root.to_string()),
+    }
+}
+
+/// A query whose stream has started.
+struct Started {
+    meta: ResultMeta,
+    stream: datafusion::execution::SendableRecordBatchStream,
+    counter: Option<RowCounter>,
+    attached: Attached,
 }
 
 /// A query ready to run.

@@ -175,6 +175,7 @@ fn read_message(message: &Value, time: Option<i64>, event_index: usize) -> Optio
         .get("metadata")
         .and_then(|md| str_field(md, "model_slug"));
     m.injected = role != Role::User || hidden || content_type == "user_editable_context";
+    m.hidden = hidden;
     m.stop_reason = message
         .get("metadata")
         .and_then(|md| md.get("finish_details"))

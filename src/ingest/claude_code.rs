@@ -325,6 +325,7 @@ fn read_user(
         .map(|bl| bl.text.trim_start())
         .collect::<Vec<_>>()
         .join("\n");
+    m.hidden = meta;
     m.injected = meta
         || m.compaction_summary
         || INJECTED_PREFIXES.iter().any(|p| text.starts_with(p))

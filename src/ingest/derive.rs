@@ -58,6 +58,7 @@ pub struct MessageRow {
     pub stop_reason: Option<String>,
     pub is_sidechain: bool,
     pub turn: Option<usize>,
+    pub hidden: bool,
 }
 
 /// A row of `blocks` (with the text the full-text index gets).
@@ -252,6 +253,7 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
             stop_reason: m.stop_reason.clone(),
             is_sidechain: m.is_sidechain,
             turn: turn_at(m.event_index),
+            hidden: m.hidden,
         });
     }
 

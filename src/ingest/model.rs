@@ -246,6 +246,8 @@ pub struct MessageDraft {
     pub injected: bool,
     /// A compaction summary handed to the model after a context compaction.
     pub compaction_summary: bool,
+    /// The source marks it as never shown to the user (`isMeta`, ChatGPT's hidden messages).
+    pub hidden: bool,
     /// Carries evidence of pasted material.
     pub pasted: bool,
     /// Index (into the session's `events`) of the source record that opened this message.
@@ -267,6 +269,7 @@ impl MessageDraft {
             injected: false,
             compaction_summary: false,
             pasted: false,
+            hidden: false,
             event_index,
         }
     }

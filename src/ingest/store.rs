@@ -369,6 +369,7 @@ fn insert_session(
             s.turn_committed(m.turn),
             m.tokens.map(|t| t.cache_write_5m()),
             m.tokens.map(|t| t.cache_write_1h),
+            m.hidden,
         ])?;
     }
 

@@ -16,11 +16,14 @@ pub struct Tables {
 }
 
 impl Tables {
-    /// Every table of the catalog registered in `ctx`.
+    /// Every table of the catalog registered in `ctx` (a reader scope's catalog lacks the
+    /// tables it may not see; a query naming one fails as naming no table).
     pub async fn load(ctx: &SessionContext) -> Result<Self> {
         let mut providers = HashMap::new();
         for def in quarry_schema::CATALOG {
-            providers.insert(def.name.to_string(), ctx.table_provider(def.name).await?);
+            if ctx.table_exist(def.name)? {
+                providers.insert(def.name.to_string(), ctx.table_provider(def.name).await?);
+            }
         }
         Ok(Tables { providers })
     }

@@ -139,6 +139,30 @@ pub fn json(answer: &QueryResult) -> Result<String, Error> {
     serde_json::to_string(&envelope).map_err(|e| Error::Execution(e.to_string()))
 }
 
+/// The answer in the SQL data access spec's shape: `{"columns":[names],"rows":[[...]],
+/// "truncated":..,"skipped_partitions":..}` (no trailing newline).
+pub fn sql_json(answer: &QueryResult) -> Result<String, Error> {
+    #[derive(Serialize)]
+    struct SqlAnswer<'a> {
+        columns: Vec<&'a str>,
+        rows: Box<RawValue>,
+        truncated: bool,
+        skipped_partitions: u64,
+    }
+    let shaped = SqlAnswer {
+        columns: answer
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect(),
+        rows: raw_rows(&answer.batches)?,
+        truncated: answer.truncated,
+        skipped_partitions: answer.meta.skipped_partitions,
+    };
+    serde_json::to_string(&shaped).map_err(|e| Error::Execution(e.to_string()))
+}
+
 /// The answer's envelope as YAML, fields in the envelope's order.
 pub fn yaml(answer: &QueryResult) -> Result<String, Error> {
     // Raw JSON means nothing to a YAML writer: the rows go as parsed values.

@@ -56,6 +56,7 @@ pub async fn write(
         let text = match format {
             Format::Table => table::render(&answer)?,
             Format::Yaml => envelope::yaml(&answer)?,
+            Format::SqlJson => envelope::sql_json(&answer)? + "\n",
             _ => envelope::json(&answer)? + "\n",
         };
         destination.write_text(&text)?;

@@ -1,6 +1,7 @@
 //! Kernels of the functions quarry's query language needs, as plain Rust over slices and strings:
-//! the exact nearest-rank percentile (`pNN`) and the literal, case-insensitive,
-//! whitespace-flexible text match of `spec/session-query.md`.
+//! the exact nearest-rank percentile (`pNN`), the literal, case-insensitive,
+//! whitespace-flexible text match of `spec/session-query.md`, and the credential masking of
+//! [`mask`] (`mask_credentials`).
 //!
 //! The DataFusion wrappers (an `AggregateUDF` with a `GroupsAccumulator`, a `ScalarUDF`) call
 //! these, so the semantics live in one place and are tested here against brute-force oracles.
@@ -10,8 +11,10 @@
 
 #[cfg(feature = "engine")]
 pub mod functions;
+pub mod mask;
 pub mod percentile;
 pub mod text_match;
 
+pub use mask::mask_credentials;
 pub use percentile::{nearest_rank, nearest_rank_by, nearest_rank_index};
 pub use text_match::TextPattern;

@@ -29,6 +29,9 @@ use rusqlite::types::Value;
 /// The name of the full-text marker function the provider pushes down as FTS5 `MATCH`.
 pub const FTS_FUNCTION: &str = "fts_match";
 
+/// The longest `IN` list rendered into the scan's SQL.
+const MAX_IN_LIST: usize = 10_000;
+
 /// A filter translated to SQL.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pushdown {
@@ -95,7 +98,9 @@ fn translate(
         }
         Expr::InList(list) => {
             let (col, data_type) = column(&list.expr, schema)?;
-            if list.list.is_empty() {
+            // SQLite binds at most 32,766 parameters: a longer list (a reader scope of many
+            // sessions) is filtered above the scan instead.
+            if list.list.is_empty() || list.list.len() > MAX_IN_LIST {
                 return None;
             }
             let mut values = Vec::with_capacity(list.list.len());

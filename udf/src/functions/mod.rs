@@ -6,10 +6,12 @@
 //! | `percentile_nearest_rank(value, p)` | aggregate | `pnn.rs` |
 //! | `quarry_text_match(text, pattern)` | scalar | `text_match.rs` |
 //! | `fts_match(column, query)` | scalar (pushdown marker) | `fts.rs` |
+//! | `mask_credentials(text)` | scalar | `mask.rs` |
 //!
 //! This module knows nothing about the language or the archive.
 
 mod fts;
+mod mask;
 mod pnn;
 mod strings;
 mod text_match;
@@ -20,6 +22,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
 pub use fts::{FTS_MATCH, FtsMatch, NOT_PUSHED_DOWN, as_fts_match, fts_match, fts_match_udf};
+pub use mask::{MASK_CREDENTIALS, MaskCredentials, mask_credentials, mask_credentials_udf};
 pub use pnn::{
     PERCENTILE_NEAREST_RANK, PercentileNearestRank, percentile_nearest_rank,
     percentile_nearest_rank_udaf,
@@ -28,7 +31,7 @@ pub use text_match::{TEXT_MATCH, TextMatch, text_match, text_match_udf};
 
 /// Every scalar function of this crate.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
-    vec![text_match_udf(), fts_match_udf()]
+    vec![text_match_udf(), fts_match_udf(), mask_credentials_udf()]
 }
 
 /// Every aggregate function of this crate.
@@ -70,13 +73,13 @@ mod tests {
         for name in scalar.chain(aggregate) {
             assert!(seen.insert(name.clone()), "{name} is registered twice");
         }
-        assert_eq!(seen.len(), 3);
+        assert_eq!(seen.len(), 4);
     }
 
     #[test]
     fn no_name_shadows_a_builtin() {
         let ctx = SessionContext::new();
-        for name in [TEXT_MATCH, FTS_MATCH] {
+        for name in [TEXT_MATCH, FTS_MATCH, MASK_CREDENTIALS] {
             assert!(ctx.udf(name).is_err(), "{name} is a DataFusion built-in");
         }
         assert!(ctx.udaf(PERCENTILE_NEAREST_RANK).is_err());

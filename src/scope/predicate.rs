@@ -1,0 +1,253 @@
+//! A scope's session predicate: quarry's compact language (`repo:acme-web OR cwd:/home/alice`),
+//! matched exactly whatever a field's everyday matching is. A scope grants access, so nothing
+//! may match more than it says: `repo:acme-web` does not grant `acme-web-old`, and a `cwd`
+//! value is a path prefix on component boundaries (`/home/alice` grants `/home/alice` and
+//! `/home/alice/src`, never `/home/alice2`).
+//!
+//! Allowed: `field:value` and `field:(a|b)` on a text column of `sessions`, joined by `AND`
+//! (or juxtaposed), `OR`, `NOT` / `-` and parentheses. Anything else (full-text terms,
+//! comparisons, `exists`, pipeline stages) is refused when the scope is made.
+
+use quarry_grammar::ast::{Expr, ExprKind, FieldTest, SourceForm};
+use quarry_schema::ColumnType;
+
+/// The fields whose value is a path, matched as a prefix on path-component boundaries.
+const PATH_FIELDS: &[&str] = &["cwd"];
+
+/// A checked session predicate (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionPredicate {
+    text: String,
+    node: Node,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Any(Vec<Node>),
+    All(Vec<Node>),
+    Not(Box<Node>),
+    /// The column equals one of the values (a path field: lies under one of them).
+    Field {
+        column: &'static str,
+        values: Vec<String>,
+    },
+}
+
+impl SessionPredicate {
+    /// Parses and checks `text`; the error says what is not allowed and where.
+    pub fn parse(text: &str) -> Result<SessionPredicate, String> {
+        let query = quarry_grammar::parse(text).map_err(|d| {
+            let first = d
+                .diagnostics
+                .first()
+                .map(|d| d.message.clone())
+                .unwrap_or_default();
+            format!("the sessions predicate `{text}` does not parse: {first}")
+        })?;
+        if query.source.form != SourceForm::Compact
+            || !query.stages.is_empty()
+            || !query.projections.is_empty()
+        {
+            return Err(format!(
+                "the sessions predicate `{text}` must be field clauses only (like `repo:acme-web OR cwd:/home/alice`), without a unit, `where` or `|` stages"
+            ));
+        }
+        let expr = query
+            .source
+            .predicate
+            .as_ref()
+            .ok_or_else(|| "the sessions predicate is empty".to_string())?;
+        Ok(SessionPredicate {
+            text: text.to_string(),
+            node: node(expr, text)?,
+        })
+    }
+
+    /// The predicate as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The sessions columns it reads.
+    pub fn columns(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        collect_columns(&self.node, &mut out);
+        out
+    }
+
+    /// Whether a session whose column values `fields` gives matches.
+    pub fn matches(&self, fields: &dyn Fn(&str) -> Option<String>) -> bool {
+        eval(&self.node, fields)
+    }
+}
+
+fn node(expr: &Expr, text: &str) -> Result<Node, String> {
+    let refuse = |what: &str| {
+        let at = text.get(expr.span.start..expr.span.end).unwrap_or(text);
+        Err(format!(
+            "{what} (`{at}`) is not allowed in a scope's sessions predicate: use field:value clauses on sessions' text fields, with AND, OR, NOT and parentheses"
+        ))
+    };
+    Ok(match &expr.kind {
+        ExprKind::Or { operands } => Node::Any(
+            operands
+                .iter()
+                .map(|e| node(e, text))
+                .collect::<Result<_, _>>()?,
+        ),
+        ExprKind::And { operands, .. } => Node::All(
+            operands
+                .iter()
+                .map(|e| node(e, text))
+                .collect::<Result<_, _>>()?,
+        ),
+        ExprKind::Not { operand, .. } => Node::Not(Box::new(node(operand, text)?)),
+        ExprKind::Group { inner } => node(inner, text)?,
+        ExprKind::Field(clause) => {
+            let column = session_text_column(&clause.field.name).ok_or_else(|| {
+                format!(
+                    "`{}` is not a text field of sessions; a scope can select on {}",
+                    clause.field.display(),
+                    scope_fields().join(", ")
+                )
+            })?;
+            let values = match &clause.test {
+                FieldTest::Match { value } => vec![value.text.clone()],
+                FieldTest::AnyOf { values } => values.iter().map(|v| v.text.clone()).collect(),
+                FieldTest::Compare { .. } | FieldTest::Between { .. } => {
+                    return refuse("a comparison");
+                }
+            };
+            if values.iter().any(|v| v.is_empty()) {
+                return refuse("an empty value");
+            }
+            Node::Field { column, values }
+        }
+        ExprKind::Text { .. } | ExprKind::Fts { .. } => return refuse("a full-text (fts) term"),
+        ExprKind::Exists { .. } => return refuse("`exists`"),
+        ExprKind::Seq { .. } => return refuse("`seq`"),
+    })
+}
+
+/// The text columns of `sessions` a scope may select on (everything but masked text).
+fn scope_fields() -> Vec<&'static str> {
+    quarry_schema::table("sessions")
+        .map(|t| {
+            t.columns
+                .iter()
+                .filter(|c| {
+                    c.ty == ColumnType::Text && c.visibility != quarry_schema::Visibility::Masked
+                })
+                .map(|c| c.name)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn session_text_column(name: &str) -> Option<&'static str> {
+    scope_fields().into_iter().find(|c| *c == name)
+}
+
+fn collect_columns(node: &Node, out: &mut Vec<&'static str>) {
+    match node {
+        Node::Any(nodes) | Node::All(nodes) => nodes.iter().for_each(|n| collect_columns(n, out)),
+        Node::Not(inner) => collect_columns(inner, out),
+        Node::Field { column, .. } => {
+            if !out.contains(column) {
+                out.push(column);
+            }
+        }
+    }
+}
+
+fn eval(node: &Node, fields: &dyn Fn(&str) -> Option<String>) -> bool {
+    match node {
+        Node::Any(nodes) => nodes.iter().any(|n| eval(n, fields)),
+        Node::All(nodes) => nodes.iter().all(|n| eval(n, fields)),
+        Node::Not(inner) => !eval(inner, fields),
+        Node::Field { column, values } => match fields(column) {
+            None => false,
+            Some(stored) if PATH_FIELDS.contains(column) => {
+                values.iter().any(|v| under_path(&stored, v))
+            }
+            Some(stored) => values.contains(&stored),
+        },
+    }
+}
+
+/// Whether `path` is `prefix` or lies under it, on path-component boundaries.
+fn under_path(path: &str, prefix: &str) -> bool {
+    let prefix = match prefix.trim_end_matches('/') {
+        "" => return path.starts_with('/'),
+        p => p,
+    };
+    match path.strip_prefix(prefix) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn session<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |f: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == f)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn repo_matches_exactly() {
+        let p = SessionPredicate::parse("repo:acme-web").unwrap();
+        assert!(p.matches(&session(&[("repo", "acme-web")])));
+        assert!(!p.matches(&session(&[("repo", "acme-web-old")])));
+        assert!(!p.matches(&session(&[("repo", "ACME-WEB")])));
+        assert!(!p.matches(&session(&[])));
+    }
+
+    #[test]
+    fn cwd_matches_on_component_boundaries() {
+        let p = SessionPredicate::parse("cwd:/home/alice").unwrap();
+        for yes in ["/home/alice", "/home/alice/", "/home/alice/src/x"] {
+            assert!(p.matches(&session(&[("cwd", yes)])), "{yes}");
+        }
+        for no in ["/home/alice2", "/home/alicex/y", "/home", "home/alice"] {
+            assert!(!p.matches(&session(&[("cwd", no)])), "{no}");
+        }
+        let slash = SessionPredicate::parse("cwd:/home/alice/").unwrap();
+        assert!(!slash.matches(&session(&[("cwd", "/home/alice2")])));
+    }
+
+    #[test]
+    fn boolean_structure_holds() {
+        let p = SessionPredicate::parse("repo:acme-web OR cwd:/home/alice").unwrap();
+        assert!(p.matches(&session(&[("repo", "acme-web")])));
+        assert!(p.matches(&session(&[("cwd", "/home/alice/w")])));
+        assert!(!p.matches(&session(&[("repo", "x"), ("cwd", "/tmp")])));
+        let p = SessionPredicate::parse("origin:codex-session -repo:(a|b)").unwrap();
+        assert!(p.matches(&session(&[("origin", "codex-session"), ("repo", "c")])));
+        assert!(!p.matches(&session(&[("origin", "codex-session"), ("repo", "b")])));
+        assert_eq!(p.columns(), vec!["origin", "repo"]);
+    }
+
+    #[test]
+    fn what_a_scope_cannot_say_is_refused() {
+        for (text, needle) in [
+            ("hello", "full-text"),
+            ("repo:x | count", "field clauses only"),
+            ("messages where role:user", "field clauses only"),
+            ("duration_ms:>5", "not a text field"),
+            ("title:secret", "not a text field"),
+            ("nope:x", "not a text field"),
+        ] {
+            let err = SessionPredicate::parse(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}
