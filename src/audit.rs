@@ -71,6 +71,8 @@ pub enum Language {
     Query,
     /// Read-only SQL.
     Sql,
+    /// Whole tables written out (`quarry export`).
+    Export,
 }
 
 impl Language {
@@ -78,6 +80,7 @@ impl Language {
         match self {
             Language::Query => "query",
             Language::Sql => "sql",
+            Language::Export => "export",
         }
     }
 }
@@ -153,6 +156,12 @@ impl AuditLog {
         )
         .map_err(|e| self.error(e))?;
         conn.busy_timeout(Duration::from_secs(10))
+            .map_err(|e| self.error(e))?;
+        // WAL: concurrent readers and one writer at a time (a server's queries and the
+        // command line); a committed intent survives the process dying.
+        conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+            .map_err(|e| self.error(e))?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL;")
             .map_err(|e| self.error(e))?;
         conn.execute_batch(SCHEMA).map_err(|e| self.error(e))?;
         Ok(conn)

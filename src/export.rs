@@ -17,6 +17,7 @@ use quarry_providers::store::{self, Location};
 use serde::Serialize;
 
 use crate::api::{Error, Options, Quarry};
+use crate::audit::{Language, Outcome};
 use crate::engine::engine_error;
 use crate::engine::source::snapshot_location;
 use crate::format::Format;
@@ -74,6 +75,38 @@ fn file_type(
 /// `<to>/<table>/<column>=<value>/...` per table (Hive-style). The rows are read from the
 /// session's source (the snapshot when it is fresh).
 pub async fn export_tables(
+    quarry: &Quarry,
+    to: &str,
+    tables: &[String],
+    format: Format,
+    partition_by: Option<&str>,
+) -> Result<Vec<ExportedTable>, Error> {
+    // Audited like a query: what is read, and where it goes.
+    let what = format!(
+        "export {} to {to} as {}{}",
+        if tables.is_empty() {
+            "every table".to_string()
+        } else {
+            tables.join(",")
+        },
+        format.name(),
+        partition_by
+            .map(|c| format!(" partitioned by {c}"))
+            .unwrap_or_default()
+    );
+    let mut ticket = quarry.engine().intend(Language::Export, &what)?;
+    let exported = write_tables(quarry, to, tables, format, partition_by).await;
+    let _ = match &exported {
+        Ok(written) => ticket.finish(Outcome::Ok {
+            rows: written.iter().map(|t| t.rows as usize).sum(),
+            truncated: false,
+        }),
+        Err(e) => ticket.finish(Outcome::Error(&e.to_string())),
+    };
+    exported
+}
+
+async fn write_tables(
     quarry: &Quarry,
     to: &str,
     tables: &[String],

@@ -275,6 +275,22 @@ fn the_spec_examples_equal_sqlite() {
             }
         );
     }
+    // Global flags may follow the statement, as they may follow a query.
+    let out = quarry(&[
+        "--archive",
+        &a,
+        "sql",
+        "SELECT COUNT(*) AS n FROM sessions",
+        "--format",
+        "sql-json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["columns"], serde_json::json!(["n"]));
 }
 
 fn got_len(archive: &Path, sql: &str) -> usize {
@@ -540,6 +556,19 @@ fn credentials_are_masked_for_a_reader_and_raw_for_admin() {
     assert_eq!(
         one(&lang(&reader, "messages | count").unwrap()),
         one(&sql(&reader, "SELECT COUNT(*) FROM messages").unwrap())
+    );
+    // Full-text search cannot spell out a masked secret: rows holding one are left out of a
+    // reader's matches (admin's prefix query finds it).
+    let prefix = format!("blocks where ~\"{}*\" | count", &api_key[8..14]);
+    assert_eq!(one(&lang(&admin, &prefix).unwrap()), 1, "{prefix}");
+    assert_eq!(one(&lang(&reader, &prefix).unwrap()), 0, "{prefix}");
+    assert_eq!(
+        one(&lang(&reader, "blocks where ~\"status\" | count").unwrap()),
+        0
+    );
+    assert_eq!(
+        one(&lang(&reader, "blocks where ~\"answered\" | count").unwrap()),
+        1
     );
     // A filter is evaluated on what the reader sees, so it cannot probe for the secret.
     let probe = format!("SELECT COUNT(*) FROM actions WHERE output_text LIKE '%{api_key}%'");

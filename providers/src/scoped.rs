@@ -246,11 +246,38 @@ impl TableProvider for ScopedTable {
                 .collect::<Result<_>>()?,
             None => self.columns.iter().collect(),
         };
+        // A full-text match is answered by the index over the stored text, which a reader
+        // does not see: rows holding a credential are left out of its matches, so a search
+        // (a prefix query, say) cannot spell out a masked secret.
+        let masked: Vec<&Visible> = self
+            .columns
+            .iter()
+            .filter(|c| c.treatment == Treatment::Masked)
+            .collect();
+        let fulltext_guard = (filters.iter().any(is_fulltext) && !masked.is_empty()).then(|| {
+            masked
+                .iter()
+                .map(|c| {
+                    let stored = col(Column::from_name(c.name));
+                    stored
+                        .clone()
+                        .is_null()
+                        .or(quarry_udf::functions::mask_credentials(stored.clone()).eq(stored))
+                })
+                .reduce(Expr::and)
+                .unwrap_or_else(|| lit(true))
+        });
+        let guard_columns: Vec<usize> = if fulltext_guard.is_some() {
+            masked.iter().map(|c| c.inner).collect()
+        } else {
+            Vec::new()
+        };
         let mut inner_projection: Vec<usize> = Vec::new();
         for i in wanted
             .iter()
             .map(|c| c.inner)
             .chain(self.restriction_columns()?)
+            .chain(guard_columns)
         {
             if !inner_projection.contains(&i) {
                 inner_projection.push(i);
@@ -271,11 +298,19 @@ impl TableProvider for ScopedTable {
                 state,
                 Some(&inner_projection),
                 &inner_filters,
-                if exact { limit } else { None },
+                if exact && fulltext_guard.is_none() {
+                    limit
+                } else {
+                    None
+                },
             )
             .await?;
         let input_schema = DFSchema::try_from(input.schema().as_ref().clone())?;
-        let predicate = state.create_physical_expr(restriction, &input_schema)?;
+        let predicate = match fulltext_guard {
+            Some(guard) => restriction.and(guard),
+            None => restriction,
+        };
+        let predicate = state.create_physical_expr(predicate, &input_schema)?;
         let filtered: Arc<dyn ExecutionPlan> = Arc::new(FilterExec::try_new(predicate, input)?);
         let mut outputs = Vec::with_capacity(wanted.len());
         for c in &wanted {

@@ -615,7 +615,7 @@ const DELEGATIONS: Table = Table {
             Text,
             "the subagent session (from the result's `agentId`, or the inline sidechain whose first prompt equals the call's prompt)",
         ),
-        opt("instruction", Text, "the prompt handed over"),
+        masked(opt("instruction", Text, "the prompt handed over")),
         opt("requested_model", Text, "model named in the call"),
         opt(
             "dispatch_model",

@@ -104,7 +104,8 @@ const VALUE_FLAGS: &[&str] = &[
 
 /// Makes `query` the default verb: when the first argument that is not a global flag (or its
 /// value) is not a verb, `query` is inserted before it. `quarry -- -tag:stale` works too. Global
-/// flags written after a query (`quarry 'messages | count' --format json`) are moved before it,
+/// flags written after a query (`quarry 'messages | count' --format json`) or a `sql` statement
+/// are moved before it,
 /// since the query's words are otherwise taken as they come; after a `--` nothing moves.
 pub fn with_default_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let verbs: Vec<String> = <Cli as clap::CommandFactory>::command()
@@ -126,12 +127,17 @@ pub fn with_default_verb(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsStrin
             i += if takes_value(&text) { 2 } else { 1 };
             continue;
         }
-        if text != "query" && verbs.iter().any(|v| v == text.as_ref()) {
+        // `query` and `sql` take free text: global flags written after it are moved before.
+        let verb = match text.as_ref() {
+            "query" | "sql" => Some(text.to_string()),
+            _ => None,
+        };
+        if verb.is_none() && verbs.iter().any(|v| v == text.as_ref()) {
             return args;
         }
-        let words = if text == "query" { i + 1 } else { i };
+        let words = if verb.is_some() { i + 1 } else { i };
         let mut out: Vec<std::ffi::OsString> = args[..i].to_vec();
-        let mut query = vec!["query".into()];
+        let mut query = vec![verb.unwrap_or_else(|| "query".into()).into()];
         let mut rest = args[words..].iter();
         while let Some(arg) = rest.next() {
             let text = arg.to_string_lossy();
@@ -378,6 +384,13 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             )));
         }
     }
+    if let Some(verb) = admin_only_verb(&command)
+        && !scope_of(&cli)?.is_admin()
+    {
+        return Err(Failure::usage(format!(
+            "`quarry {verb}` is only for the admin scope (a reader scope queries with `quarry QUERY`, `quarry sql` and `quarry export`)"
+        )));
+    }
     match command {
         Command::Query { query } => run_query(&query.join(" "), &cli, Language::Query),
         Command::Sql { sql } => run_query(&sql.join(" "), &cli, Language::Sql),
@@ -431,11 +444,6 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Tables => {
-            if !scope_of(&cli)?.is_admin() {
-                return Err(Failure::usage(
-                    "`quarry tables` (exact counts of the whole archive) is only for the admin scope; a reader scope lists its catalog with `quarry sql \"SELECT table_name, column_name FROM information_schema.columns\"`",
-                ));
-            }
             let archive = open_archive(cli.archive)?;
             let tables = archive.tables().map_err(Failure::runtime)?;
             emit(&tables::render(
@@ -533,6 +541,23 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// The verb's name when only the admin scope may run it: everything that writes the archive,
+/// copies it whole, or reports on all of it.
+fn admin_only_verb(command: &Command) -> Option<&'static str> {
+    Some(match command {
+        Command::Ingest { .. } => "ingest",
+        Command::Snapshot(_) => "snapshot",
+        Command::Reindex => "reindex",
+        Command::Tables => "tables",
+        Command::Audit => "audit",
+        Command::Tag { .. } => "tag",
+        Command::Note { .. } => "note",
+        Command::Assertions { .. } => "assertions",
+        Command::Explain { plan: true, .. } => "explain --plan",
+        _ => return None,
+    })
 }
 
 /// The library's options from the global flags.
@@ -667,8 +692,8 @@ fn run_query(query: &str, cli: &Cli, language: Language) -> Result<(), Failure> 
     };
     let written = block_on(async {
         let stream = match language {
-            Language::Query => quarry.query(query, caps).await?,
             Language::Sql => quarry.sql(query, caps).await?,
+            _ => quarry.query(query, caps).await?,
         };
         let unit = stream.meta().unit.clone();
         output::write(stream, format, &mut destination)

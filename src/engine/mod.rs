@@ -130,7 +130,7 @@ impl Engine {
     }
 
     /// Records the intent to run `text`: the query may run only when this succeeds.
-    fn intend(&self, language: Language, text: &str) -> Result<Ticket, Error> {
+    pub(crate) fn intend(&self, language: Language, text: &str) -> Result<Ticket, Error> {
         self.audit
             .intend(&self.caller, self.scope.name(), language, text)
             .map_err(|e| Error::Audit(e.to_string()))
@@ -270,6 +270,10 @@ impl Engine {
 
     /// The logical and physical plans of `query`, as DataFusion prints them.
     pub async fn explain(&self, query: &str) -> Result<String, Error> {
+        if !self.scope.is_admin() {
+            // As SQL's EXPLAIN: the plan shows the scope's own machinery.
+            return Err(Error::AdminOnly("explaining a plan"));
+        }
         let planned = self.plan(query).await?;
         let explained = async {
             let df = self.ctx.execute_logical_plan(planned.plan).await?;

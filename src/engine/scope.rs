@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use datafusion::prelude::SessionContext;
 use quarry_providers::scoped::{ReaderView, ScopedTable, session_column};
+use rusqlite::Connection;
 
 use super::engine_error;
 use crate::api::Error;
@@ -15,10 +16,16 @@ use crate::scope::ReaderScope;
 
 /// Replaces the catalog of `ctx` by what `scope` sees of it.
 pub fn apply(ctx: &SessionContext, archive: &Path, scope: &ReaderScope) -> Result<(), Error> {
+    let archive_error = |e: &dyn std::fmt::Display| Error::Archive {
+        path: archive.to_path_buf(),
+        message: e.to_string(),
+    };
+    let opened =
+        quarry_providers::Archive::open_read_only(archive).map_err(|e| archive_error(&e))?;
     let view = ReaderView {
-        sessions: Arc::new(admitted_sessions(archive, scope)?),
+        sessions: Arc::new(admitted_sessions(opened.conn(), scope).map_err(|e| archive_error(&e))?),
         owner: scope.owner.clone(),
-        hidden_messages: Arc::new(hidden_messages(archive)?),
+        hidden_messages: Arc::new(hidden_messages(opened.conn()).map_err(|e| archive_error(&e))?),
     };
     for table in quarry_schema::CATALOG {
         let Some(inner) = ctx.deregister_table(table.name).map_err(engine_error)? else {
@@ -35,33 +42,17 @@ pub fn apply(ctx: &SessionContext, archive: &Path, scope: &ReaderScope) -> Resul
 }
 
 /// The ids of the messages the source marks as never shown to the user.
-fn hidden_messages(archive: &Path) -> Result<Vec<String>, Error> {
-    let archive_error = |e: &dyn std::fmt::Display| Error::Archive {
-        path: archive.to_path_buf(),
-        message: e.to_string(),
-    };
-    let opened =
-        quarry_providers::Archive::open_read_only(archive).map_err(|e| archive_error(&e))?;
-    let mut statement = opened
-        .conn()
-        .prepare("SELECT message_id FROM messages WHERE hidden ORDER BY message_id")
-        .map_err(|e| archive_error(&e))?;
+fn hidden_messages(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement =
+        conn.prepare("SELECT message_id FROM messages WHERE hidden ORDER BY message_id")?;
     let ids = statement
-        .query_map([], |r| r.get::<_, String>(0))
-        .map_err(|e| archive_error(&e))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| archive_error(&e))?;
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ids)
 }
 
 /// The ids of the sessions `scope` admits, read from the archive's `sessions` table.
-pub fn admitted_sessions(archive: &Path, scope: &ReaderScope) -> Result<Vec<String>, Error> {
-    let archive_error = |e: &dyn std::fmt::Display| Error::Archive {
-        path: archive.to_path_buf(),
-        message: e.to_string(),
-    };
-    let opened =
-        quarry_providers::Archive::open_read_only(archive).map_err(|e| archive_error(&e))?;
+pub fn admitted_sessions(conn: &Connection, scope: &ReaderScope) -> rusqlite::Result<Vec<String>> {
     let mut columns: Vec<&'static str> = vec!["owner"];
     if let Some(p) = &scope.sessions {
         for c in p.columns() {
@@ -72,22 +63,16 @@ pub fn admitted_sessions(archive: &Path, scope: &ReaderScope) -> Result<Vec<Stri
     }
     // The names are the schema's own, never the user's text.
     let sql = format!("SELECT session_id, {} FROM sessions", columns.join(", "));
-    let mut statement = opened.conn().prepare(&sql).map_err(|e| archive_error(&e))?;
-    let mut rows = statement.query([]).map_err(|e| archive_error(&e))?;
+    let mut statement = conn.prepare(&sql)?;
+    let mut rows = statement.query([])?;
     let mut admitted = Vec::new();
-    while let Some(row) = rows.next().map_err(|e| archive_error(&e))? {
-        let Some(id) = row
-            .get::<_, Option<String>>(0)
-            .map_err(|e| archive_error(&e))?
-        else {
+    while let Some(row) = rows.next()? {
+        let Some(id) = row.get::<_, Option<String>>(0)? else {
             continue;
         };
         let mut values = Vec::with_capacity(columns.len());
         for i in 0..columns.len() {
-            values.push(
-                row.get::<_, Option<String>>(i + 1)
-                    .map_err(|e| archive_error(&e))?,
-            );
+            values.push(row.get::<_, Option<String>>(i + 1)?);
         }
         let field = |name: &str| {
             columns

@@ -200,7 +200,9 @@ fn describe(refusal: Refusal, variant: &str) -> String {
         Refusal::Ddl => "data definition",
         Refusal::Dml => "data modification",
         Refusal::Copy => "COPY (it reads or writes files)",
-        Refusal::Show => "SHOW (query information_schema or `quarry tables` instead)",
+        Refusal::Show => {
+            "SHOW (query information_schema.tables or information_schema.columns instead)"
+        }
         Refusal::Set => "a setting change",
         Refusal::PragmaAttach => "PRAGMA, ATTACH or DETACH",
         Refusal::Transaction => "transaction control",

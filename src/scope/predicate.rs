@@ -106,7 +106,7 @@ fn node(expr: &Expr, text: &str) -> Result<Node, String> {
         ExprKind::Field(clause) => {
             let column = session_text_column(&clause.field.name).ok_or_else(|| {
                 format!(
-                    "`{}` is not a text field of sessions; a scope can select on {}",
+                    "a scope cannot select on `{}`; it selects on the text fields of sessions shown as stored: {}",
                     clause.field.display(),
                     scope_fields().join(", ")
                 )
@@ -242,9 +242,9 @@ mod tests {
             ("hello", "full-text"),
             ("repo:x | count", "field clauses only"),
             ("messages where role:user", "field clauses only"),
-            ("duration_ms:>5", "not a text field"),
-            ("title:secret", "not a text field"),
-            ("nope:x", "not a text field"),
+            ("duration_ms:>5", "cannot select on"),
+            ("title:secret", "cannot select on"),
+            ("nope:x", "cannot select on"),
         ] {
             let err = SessionPredicate::parse(text).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");
