@@ -128,11 +128,15 @@ async fn write_tables(
         tables.to_vec()
     };
     let extension = format.name();
-    let mut out = Vec::new();
+    // Every name and the partition column are checked before anything is written.
     for name in &names {
         let def = quarry_schema::table(name)
             .filter(|t| t.is_in_catalog() && visible(t.name))
-            .ok_or_else(|| Error::Setting(format!("unknown table {name} (see `quarry tables`)")))?;
+            .ok_or_else(|| {
+                Error::Setting(format!(
+                    "unknown table {name} (information_schema.tables lists the catalog)"
+                ))
+            })?;
         if let Some(column) = partition_by
             && !def.columns.iter().any(|c| {
                 c.name == column && (quarry.scope().is_admin() || c.is_visible_to_readers())
@@ -142,6 +146,9 @@ async fn write_tables(
                 "--partition-by {column}: {name} has no such column"
             )));
         }
+    }
+    let mut out = Vec::new();
+    for name in &names {
         let url = match partition_by {
             Some(_) => format!("{}/", root.url_of(&root.child(name))),
             None => root.url_of(&root.child(&format!("{name}.{extension}"))),

@@ -47,6 +47,9 @@ sessions = "cwd:/path/to/Demo"
 
 [scope.nobody]
 owner = "carol"
+
+[scope.offbranch]
+sessions = "-git_branch:feat/none"
 "#,
     )
     .unwrap();
@@ -406,6 +409,26 @@ fn a_reader_scope_reaches_no_other_session() {
         .unwrap()),
         0
     );
+    // A clause on a NULL field is unknown, its negation too: the scope grants what the
+    // language selects, and SQLite's `<>` (which leaves NULL out) agrees.
+    let off = open_as(&archive, "offbranch");
+    let off_branch = count("SELECT COUNT(*) FROM sessions WHERE git_branch <> 'feat/none'");
+    assert!(
+        off_branch < count("SELECT COUNT(*) FROM sessions"),
+        "some sessions have no branch"
+    );
+    assert_eq!(
+        one(&sql(&off, "SELECT COUNT(*) FROM sessions").unwrap()),
+        off_branch
+    );
+    assert_eq!(
+        one(&lang(
+            &open_as(&archive, "admin"),
+            "sessions where NOT git_branch:feat/none | count"
+        )
+        .unwrap()),
+        off_branch
+    );
     // A scope whose owner has no sessions sees none, and its queries still run.
     let nobody = open_as(&archive, "nobody");
     assert_eq!(
@@ -432,7 +455,24 @@ fn a_reader_scope_reaches_no_other_session() {
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["rows"][0][0], my_messages);
-    for verb in ["audit", "tables", "snapshot"] {
+    // An export names every table before it writes one.
+    let refused = dir.path().join("refused");
+    let out = quarry(&[
+        "--archive",
+        &a,
+        "--scope",
+        "alice",
+        "--format",
+        "csv",
+        "export",
+        "--tables",
+        "sessions,events_raw",
+        "--to",
+        &refused.display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!refused.exists() || std::fs::read_dir(&refused).unwrap().next().is_none());
+    for verb in ["audit", "tables", "snapshot", "ingest", "reindex"] {
         let out = quarry(&["--archive", &a, "--scope", "alice", verb]);
         assert_eq!(out.status.code(), Some(2), "{verb}");
     }
@@ -570,6 +610,29 @@ fn credentials_are_masked_for_a_reader_and_raw_for_admin() {
         one(&lang(&reader, "blocks where ~\"answered\" | count").unwrap()),
         1
     );
+    // Nor under an OR or a NOT, through a column that is not masked (the index covers them
+    // all): the reader's answer is the same whether or not the prefix occurs.
+    let piece = &api_key[8..14];
+    for (query, admin_rows) in [
+        (
+            format!(
+                "SELECT COUNT(*) FROM blocks WHERE fts_match(tool_name, '{piece}*') OR session_id = 'none'"
+            ),
+            1,
+        ),
+        (
+            format!("SELECT COUNT(*) FROM blocks WHERE NOT fts_match(tool_name, '{piece}*')"),
+            -1,
+        ),
+    ] {
+        let absent = query.replace(piece, "Qq0Qq0");
+        let reader_rows = one(&sql(&reader, &query).unwrap());
+        assert_eq!(reader_rows, one(&sql(&reader, &absent).unwrap()), "{query}");
+        if admin_rows == 1 {
+            assert_eq!(one(&sql(&admin, &query).unwrap()), 1, "{query}");
+            assert_eq!(reader_rows, 0, "{query}");
+        }
+    }
     // A filter is evaluated on what the reader sees, so it cannot probe for the secret.
     let probe = format!("SELECT COUNT(*) FROM actions WHERE output_text LIKE '%{api_key}%'");
     assert_eq!(one(&sql(&admin, &probe).unwrap()), 1);

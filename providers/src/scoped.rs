@@ -18,6 +18,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::Session;
+use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{Column, DFSchema, DataFusionError, Result, ScalarValue};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, cast, col, lit, when};
@@ -197,6 +198,11 @@ fn is_fulltext(expr: &Expr) -> bool {
     quarry_udf::functions::as_fts_match(expr).is_some()
 }
 
+/// Whether the full-text marker occurs anywhere in `expr` (under an `OR` or a `NOT` too).
+fn contains_fulltext(expr: &Expr) -> bool {
+    expr.exists(|e| Ok(is_fulltext(e))).unwrap_or(true)
+}
+
 #[async_trait]
 impl TableProvider for ScopedTable {
     fn schema(&self) -> SchemaRef {
@@ -247,26 +253,28 @@ impl TableProvider for ScopedTable {
             None => self.columns.iter().collect(),
         };
         // A full-text match is answered by the index over the stored text, which a reader
-        // does not see: rows holding a credential are left out of its matches, so a search
-        // (a prefix query, say) cannot spell out a masked secret.
+        // does not see: whenever a filter holds one (alone, or under an OR or a NOT), rows
+        // holding a credential are left out, so no search (a prefix query, its complement)
+        // can spell out a masked secret.
         let masked: Vec<&Visible> = self
             .columns
             .iter()
             .filter(|c| c.treatment == Treatment::Masked)
             .collect();
-        let fulltext_guard = (filters.iter().any(is_fulltext) && !masked.is_empty()).then(|| {
-            masked
-                .iter()
-                .map(|c| {
-                    let stored = col(Column::from_name(c.name));
-                    stored
-                        .clone()
-                        .is_null()
-                        .or(quarry_udf::functions::mask_credentials(stored.clone()).eq(stored))
-                })
-                .reduce(Expr::and)
-                .unwrap_or_else(|| lit(true))
-        });
+        let fulltext_guard =
+            (filters.iter().any(contains_fulltext) && !masked.is_empty()).then(|| {
+                masked
+                    .iter()
+                    .map(|c| {
+                        let stored = col(Column::from_name(c.name));
+                        stored
+                            .clone()
+                            .is_null()
+                            .or(quarry_udf::functions::mask_credentials(stored.clone()).eq(stored))
+                    })
+                    .reduce(Expr::and)
+                    .unwrap_or_else(|| lit(true))
+            });
         let guard_columns: Vec<usize> = if fulltext_guard.is_some() {
             masked.iter().map(|c| c.inner).collect()
         } else {

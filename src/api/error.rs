@@ -139,6 +139,8 @@ pub enum Refusal {
     NotAQuery,
     /// Not SQL the parser understands.
     Syntax,
+    /// Too large to check or plan safely (thousands of chained set operations).
+    TooLarge,
 }
 
 impl Refusal {
@@ -163,6 +165,7 @@ impl Refusal {
             Refusal::ExplainAdminOnly => "explain_admin_only",
             Refusal::NotAQuery => "not_a_query",
             Refusal::Syntax => "syntax",
+            Refusal::TooLarge => "too_large",
         }
     }
 }

@@ -165,6 +165,12 @@ impl QueryStream {
         }
     }
 
+    /// Records `error` as the answer's audited outcome (a writer that cannot hold the answer
+    /// fails it before reading a row).
+    pub(crate) fn record_failure(&mut self, error: &Error) {
+        self.fail(error);
+    }
+
     /// Records a failure as the audited outcome.
     fn fail(&mut self, error: &Error) {
         self.inner = None;

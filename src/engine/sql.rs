@@ -17,9 +17,13 @@ use datafusion::sql::sqlparser::ast::{
     ObjectName, ObjectNamePart, Query, Select, SetExpr, Statement, TableFactor, Visit, Visitor,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::api::{Error, Refusal};
+
+/// The most set operations one statement may chain.
+const MAX_SET_OPERATIONS: usize = 200;
 
 /// `sql` checked: the one statement, ready to plan, when it is a query this scope may run.
 pub fn check(sql: &str, admin: bool) -> Result<DfStatement, Error> {
@@ -37,6 +41,22 @@ pub fn check(sql: &str, admin: bool) -> Result<DfStatement, Error> {
         return Err(refused(
             Refusal::Empty,
             "the statement is empty (only whitespace, comments or semicolons)",
+        ));
+    }
+    // The statement's walk (and DataFusion's planner) recurse once per set operation: a chain
+    // of thousands would exhaust the stack, so it is refused first.
+    let set_operations = tokens
+        .iter()
+        .filter(|t| {
+            matches!(t, Token::Word(w) if matches!(w.keyword, Keyword::UNION | Keyword::INTERSECT | Keyword::EXCEPT))
+        })
+        .count();
+    if set_operations > MAX_SET_OPERATIONS {
+        return Err(refused(
+            Refusal::TooLarge,
+            format!(
+                "{set_operations} UNION / INTERSECT / EXCEPT operations; at most {MAX_SET_OPERATIONS} in one statement"
+            ),
         ));
     }
     let mut statements = DFParser::parse_sql_with_dialect(sql, &dialect).map_err(|e| {
@@ -207,6 +227,7 @@ fn describe(refusal: Refusal, variant: &str) -> String {
         Refusal::PragmaAttach => "PRAGMA, ATTACH or DETACH",
         Refusal::Transaction => "transaction control",
         Refusal::Function => "creating or dropping a function",
+        _ if variant == "ExplainTable" => "DESCRIBE (query information_schema.columns instead)",
         _ => "not a query",
     };
     format!(
@@ -373,5 +394,8 @@ mod tests {
             refusal("EXPLAIN SELECT 1", false),
             Some(Refusal::ExplainAdminOnly)
         );
+        let chain = |n: usize| vec!["SELECT 1"; n].join(" UNION ALL ");
+        assert_eq!(refusal(&chain(201), true), None);
+        assert_eq!(refusal(&chain(202), true), Some(Refusal::TooLarge));
     }
 }

@@ -37,7 +37,7 @@ use crate::format::Format;
 /// size fits; json, yaml and table collect the answer first. A streamed format refuses an
 /// answer with rows attached by `with` projections ([`Error::NotStreamable`]).
 pub async fn write(
-    stream: QueryStream,
+    #[cfg_attr(not(feature = "engine"), allow(unused_mut))] mut stream: QueryStream,
     format: Format,
     destination: &mut Destination,
 ) -> Result<Completion, Error> {
@@ -45,7 +45,9 @@ pub async fn write(
     {
         if format.streams() {
             if !stream.attached_units().is_empty() {
-                return Err(Error::NotStreamable(format.name()));
+                let e = Error::NotStreamable(format.name());
+                stream.record_failure(&e);
+                return Err(e);
             }
             return match format {
                 Format::Parquet | Format::Arrow => binary::write(stream, format, destination).await,

@@ -73,10 +73,20 @@ impl ReaderScope {
         sessions: Option<&str>,
         owner: Option<&str>,
     ) -> Result<ReaderScope, ScopeError> {
-        if name == ADMIN {
+        if name.eq_ignore_ascii_case(ADMIN) {
             return Err(ScopeError::Invalid {
                 scope: name.into(),
                 message: "`admin` is built in and cannot be redefined".into(),
+            });
+        }
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        {
+            return Err(ScopeError::Invalid {
+                scope: format!("{name:?}"),
+                message: "a scope's name is letters, digits, `-`, `_` and `.`".into(),
             });
         }
         if sessions.is_none() && owner.is_none() {
@@ -195,6 +205,12 @@ pub fn resolve(name: &str, file: &Path) -> Result<Scope, ScopeError> {
     if name == ADMIN {
         return Ok(Scope::Admin);
     }
+    if name.is_empty() {
+        return Err(ScopeError::Invalid {
+            scope: "\"\"".into(),
+            message: "give a scope's name (or `admin`)".into(),
+        });
+    }
     let text = std::fs::read_to_string(file).map_err(|e| ScopeError::Unreadable {
         path: file.to_path_buf(),
         message: e.to_string(),
@@ -246,6 +262,8 @@ mod tests {
         for (text, needle) in [
             ("[scope.empty]\n", "give `sessions`"),
             ("[scope.admin]\nowner = \"x\"\n", "built in"),
+            ("[scope.Admin]\nowner = \"x\"\n", "built in"),
+            ("[scope.\" admin\"]\nowner = \"x\"\n", "a scope's name"),
             ("[scope.bad]\nsessions = \"repo:\"\n", "bad"),
             ("[scope.x]\nownr = \"x\"\n", "unknown field"),
             ("[scope.fts]\nsessions = \"hello\"\n", "fts"),

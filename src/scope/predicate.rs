@@ -75,9 +75,11 @@ impl SessionPredicate {
         out
     }
 
-    /// Whether a session whose column values `fields` gives matches.
+    /// Whether a session whose column values `fields` gives matches. As in the language, a
+    /// clause on a NULL field is unknown, and so is its negation: `-git_branch:main` does not
+    /// grant a session without a branch.
     pub fn matches(&self, fields: &dyn Fn(&str) -> Option<String>) -> bool {
-        eval(&self.node, fields)
+        eval(&self.node, fields) == Some(true)
     }
 }
 
@@ -160,31 +162,67 @@ fn collect_columns(node: &Node, out: &mut Vec<&'static str>) {
     }
 }
 
-fn eval(node: &Node, fields: &dyn Fn(&str) -> Option<String>) -> bool {
+/// SQL's three-valued logic: `None` is unknown (a clause on a NULL field).
+fn eval(node: &Node, fields: &dyn Fn(&str) -> Option<String>) -> Option<bool> {
     match node {
-        Node::Any(nodes) => nodes.iter().any(|n| eval(n, fields)),
-        Node::All(nodes) => nodes.iter().all(|n| eval(n, fields)),
-        Node::Not(inner) => !eval(inner, fields),
-        Node::Field { column, values } => match fields(column) {
-            None => false,
-            Some(stored) if PATH_FIELDS.contains(column) => {
-                values.iter().any(|v| under_path(&stored, v))
+        Node::Any(nodes) => {
+            let values: Vec<Option<bool>> = nodes.iter().map(|n| eval(n, fields)).collect();
+            if values.contains(&Some(true)) {
+                Some(true)
+            } else if values.contains(&None) {
+                None
+            } else {
+                Some(false)
             }
-            Some(stored) => values.contains(&stored),
-        },
+        }
+        Node::All(nodes) => {
+            let values: Vec<Option<bool>> = nodes.iter().map(|n| eval(n, fields)).collect();
+            if values.contains(&Some(false)) {
+                Some(false)
+            } else if values.contains(&None) {
+                None
+            } else {
+                Some(true)
+            }
+        }
+        Node::Not(inner) => eval(inner, fields).map(|v| !v),
+        Node::Field { column, values } => {
+            let stored = fields(column)?;
+            Some(if PATH_FIELDS.contains(column) {
+                values.iter().any(|v| under_path(&stored, v))
+            } else {
+                values.contains(&stored)
+            })
+        }
     }
 }
 
-/// Whether `path` is `prefix` or lies under it, on path-component boundaries.
+/// Whether `path` is `prefix` or lies under it, on path-component boundaries, after `.` and
+/// `..` are resolved in both (as text: `/home/alice/../bob` is `/home/bob`).
 fn under_path(path: &str, prefix: &str) -> bool {
-    let prefix = match prefix.trim_end_matches('/') {
-        "" => return path.starts_with('/'),
-        p => p,
+    let (Some(path), Some(prefix)) = (components(path), components(prefix)) else {
+        return false;
     };
-    match path.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || rest.starts_with('/'),
-        None => false,
+    path.len() >= prefix.len() && path[..prefix.len()] == prefix[..]
+}
+
+/// The components of an absolute path with `.`, `..` and empty parts resolved; `None` for a
+/// relative path or one that climbs above the root.
+fn components(path: &str) -> Option<Vec<&str>> {
+    if !path.starts_with('/') {
+        return None;
     }
+    let mut out = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                out.pop()?;
+            }
+            p => out.push(p),
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -217,7 +255,14 @@ mod tests {
         for yes in ["/home/alice", "/home/alice/", "/home/alice/src/x"] {
             assert!(p.matches(&session(&[("cwd", yes)])), "{yes}");
         }
-        for no in ["/home/alice2", "/home/alicex/y", "/home", "home/alice"] {
+        for no in [
+            "/home/alice2",
+            "/home/alicex/y",
+            "/home",
+            "home/alice",
+            "/home/alice/../bob/secret",
+            "/../home/alice",
+        ] {
             assert!(!p.matches(&session(&[("cwd", no)])), "{no}");
         }
         let slash = SessionPredicate::parse("cwd:/home/alice/").unwrap();
@@ -234,6 +279,15 @@ mod tests {
         assert!(p.matches(&session(&[("origin", "codex-session"), ("repo", "c")])));
         assert!(!p.matches(&session(&[("origin", "codex-session"), ("repo", "b")])));
         assert_eq!(p.columns(), vec!["origin", "repo"]);
+        // A NULL field is unknown, and so is its negation (as in the language).
+        let p = SessionPredicate::parse("-git_branch:main").unwrap();
+        assert!(!p.matches(&session(&[])));
+        assert!(p.matches(&session(&[("git_branch", "dev")])));
+        let p = SessionPredicate::parse("git_branch:main OR repo:x").unwrap();
+        assert!(p.matches(&session(&[("repo", "x")])));
+        assert!(!p.matches(&session(&[("cwd", "/home/alice/./w")])));
+        let p = SessionPredicate::parse("cwd:/home/alice").unwrap();
+        assert!(p.matches(&session(&[("cwd", "/home/alice/./w/../src")])));
     }
 
     #[test]
