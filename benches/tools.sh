@@ -6,6 +6,7 @@
 #   benches/tools.sh duckdb     the DuckDB CLI (`duckdb-cli` from PyPI) in a virtual environment
 #   benches/tools.sh pyarrow    a Python with pyarrow (PyPI), to read exports back
 #   benches/tools.sh moto       moto's S3-compatible server (`moto[server]` from PyPI)
+#   benches/tools.sh mcp        a Python with the official MCP SDK (`mcp` from PyPI), as a client
 #
 # Environment: QUARRY_BENCH_TOOLS (default ${XDG_CACHE_HOME:-~/.cache}/quarry-bench),
 # CCUSAGE_VERSION (default 20.0.24; 20.0.26's native binary is missing from the registry),
@@ -55,8 +56,14 @@ case "${1:-}" in
     venv "$dir" "moto[server]==$version" test -x "$dir/bin/moto_server"
     echo "$dir/bin/moto_server"
     ;;
+  mcp)
+    version=${MCP_VERSION:-2.3.0}
+    dir=$tools/mcp-$version
+    venv "$dir" "mcp==$version" "$dir/bin/python" -c "import mcp.client.stdio"
+    echo "$dir/bin/python"
+    ;;
   *)
-    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto" >&2
+    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto|mcp" >&2
     exit 2
     ;;
 esac

@@ -3,7 +3,8 @@
 //! The library is what every front end calls: open a [`Quarry`] over an archive with typed
 //! [`Options`], run a query of the language, and get a stream of Arrow record batches with typed
 //! metadata (see [`api`]); [`output`] writes an answer in any [`Format`]. The command line
-//! ([`cli`]) only parses arguments, calls the library and writes.
+//! ([`cli`]) and the servers (`server`: HTTP and MCP, with the engine) only take requests, call
+//! the library and write; [`tokens`] keeps the HTTP server's bearer tokens.
 //!
 //! Data flows one way: source files → [`ingest`] → SQLite archive (`quarry_providers`) →
 //! a query lowered to a DataFusion plan (`lower`) → executed (`engine`) → written ([`output`]).
@@ -25,7 +26,10 @@ pub mod location;
 mod lower;
 pub mod output;
 pub mod scope;
+#[cfg(feature = "engine")]
+pub mod server;
 pub mod synth;
+pub mod tokens;
 
 #[cfg(feature = "engine")]
 pub use api::{Attachment, QueryResult};

@@ -17,6 +17,8 @@ mod oracle;
 #[cfg(feature = "engine")]
 mod scale;
 #[cfg(feature = "engine")]
+mod server;
+#[cfg(feature = "engine")]
 mod snapshot;
 #[cfg(feature = "engine")]
 mod sql_scope;

@@ -34,7 +34,7 @@ const BOB: &[&str] = &[
 ];
 
 /// The two-owner archive with its scopes file.
-fn two_owner_archive(dir: &Path) -> Option<PathBuf> {
+pub fn two_owner_archive(dir: &Path) -> Option<PathBuf> {
     let archive = archive_of(dir, &[("alice", ALICE), ("bob", BOB)])?;
     std::fs::write(
         dir.join("scopes.toml"),

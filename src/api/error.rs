@@ -94,9 +94,27 @@ pub enum Error {
     /// The audit trail could not record the query's intent, so the query did not run.
     #[error("the query did not run: {0}")]
     Audit(String),
+    /// The query ran longer than the caller's time limit and was cancelled (its scans stopped,
+    /// its memory released).
+    #[error(
+        "the query ran longer than the time limit of {} and was cancelled; narrow it (a where, fewer groups or columns) or ask for a longer timeout",
+        humanize_duration(*.0)
+    )]
+    Timeout(std::time::Duration),
     /// Running the query failed (the archive could not be read, ...).
     #[error("{0}")]
     Execution(String),
+}
+
+/// `d` as people write it: `30 s`, `1.5 s`, `250 ms`.
+fn humanize_duration(d: std::time::Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{} ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
 }
 
 /// Why a SQL statement was refused before planning (the `refusal` of [`Error::SqlRefused`]).
@@ -192,6 +210,7 @@ impl Error {
             Error::Scope(_) => "invalid_scope",
             Error::AdminOnly(_) => "admin_only",
             Error::Audit(_) => "audit_failed",
+            Error::Timeout(_) => "timeout",
             Error::Execution(_) => "execution_failed",
         }
     }
@@ -214,6 +233,21 @@ impl Error {
                 | Error::Scope(_)
                 | Error::AdminOnly(_)
         )
+    }
+
+    /// The error as a list of diagnostics, the JSON every surface reports: a query's own
+    /// diagnostics (with spans, columns and corrections), a SQL refusal with its kind, anything
+    /// else as `{code, message}`.
+    pub fn diagnostics_json(&self) -> serde_json::Value {
+        match self {
+            Error::Query(diagnostics) => {
+                serde_json::to_value(&diagnostics.diagnostics).unwrap_or_default()
+            }
+            Error::SqlRefused { refusal, message } => serde_json::json!([
+                {"code": self.code(), "refusal": refusal, "message": message}
+            ]),
+            _ => serde_json::json!([{"code": self.code(), "message": self.to_string()}]),
+        }
     }
 
     /// Whether the error is a planning refusal of a valid query (reported as a diagnostic).

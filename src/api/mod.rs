@@ -161,6 +161,33 @@ pub struct Completion {
     pub truncated: bool,
 }
 
+/// A table of a session's catalog, as [`Quarry::catalog`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogTable {
+    /// Its name, as both languages' queries name it.
+    pub name: String,
+    /// What a row is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its columns, in order.
+    pub columns: Vec<CatalogColumn>,
+}
+
+/// A column of a [`CatalogTable`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogColumn {
+    /// Its name.
+    pub name: String,
+    /// Its type, as the envelope names types (integer, number, boolean, string, timestamp).
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Whether it may be NULL.
+    pub nullable: bool,
+    /// What it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
 /// A session over one archive: the query engine with the archive's tables, the language's
 /// functions and a memory pool that spills.
 pub struct Quarry {
@@ -258,6 +285,17 @@ impl Quarry {
         #[cfg(feature = "engine")]
         {
             self.engine.scope()
+        }
+        #[cfg(not(feature = "engine"))]
+        match self.never {}
+    }
+
+    /// The tables and columns the session's scope may query (a reader scope's catalog holds
+    /// nothing else), in name order.
+    pub async fn catalog(&self) -> Result<Vec<CatalogTable>, Error> {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.catalog().await
         }
         #[cfg(not(feature = "engine"))]
         match self.never {}

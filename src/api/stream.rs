@@ -143,20 +143,81 @@ impl QueryStream {
         while let Some(batch) = self.next().await {
             batches.push(batch?);
         }
-        let attachments = self.attached.collect().await?;
+        let attached = std::mem::take(&mut self.attached).collect().await;
+        self.into_result(batches, attached)
+    }
+
+    /// The collected answer once the attached rows are in (or their failure), with the
+    /// outcome recorded only now: an answer is `ok` when all of it was.
+    fn into_result(
+        mut self,
+        batches: Vec<RecordBatch>,
+        attached: Result<Vec<Attachment>, Error>,
+    ) -> Result<QueryResult, Error> {
+        let attachments = match attached {
+            Ok(attachments) => attachments,
+            Err(e) => {
+                self.fail(&e);
+                return Err(e);
+            }
+        };
+        self.record_ok();
         Ok(QueryResult {
+            input_rows: self.counter.as_ref().map(RowCounter::get),
+            truncated: self.truncated,
             meta: self.meta,
             schema: self.schema,
             batches,
-            input_rows: self.counter.as_ref().map(RowCounter::get),
-            truncated: self.truncated,
             attachments,
         })
+    }
+
+    /// The next batch, as [`QueryStream::next_batch`], unless `deadline` comes first: then the
+    /// query is cancelled (its plan dropped, so its scans stop and its memory is released) and
+    /// [`Error::Timeout`] of `limit` is returned and recorded as its outcome.
+    pub async fn next_batch_before(
+        &mut self,
+        deadline: tokio::time::Instant,
+        limit: std::time::Duration,
+    ) -> Option<Result<RecordBatch, Error>> {
+        match tokio::time::timeout_at(deadline, self.next()).await {
+            Ok(next) => next,
+            Err(_) => {
+                let error = Error::Timeout(limit);
+                self.fail(&error);
+                Some(Err(error))
+            }
+        }
+    }
+
+    /// Every row, as [`QueryStream::collect`], unless `deadline` comes first (then as
+    /// [`QueryStream::next_batch_before`]).
+    pub async fn collect_before(
+        mut self,
+        deadline: tokio::time::Instant,
+        limit: std::time::Duration,
+    ) -> Result<QueryResult, Error> {
+        let mut batches = Vec::new();
+        while let Some(batch) = self.next_batch_before(deadline, limit).await {
+            batches.push(batch?);
+        }
+        let attached = std::mem::take(&mut self.attached);
+        let attached = tokio::time::timeout_at(deadline, attached.collect())
+            .await
+            .unwrap_or(Err(Error::Timeout(limit)));
+        self.into_result(batches, attached)
     }
 
     fn end(&mut self) {
         self.inner = None;
         self.ended = true;
+        // With rows still to attach, the outcome waits for them (`into_result`).
+        if self.attached.units().is_empty() {
+            self.record_ok();
+        }
+    }
+
+    fn record_ok(&mut self) {
         if let Some(mut ticket) = self.ticket.take() {
             let _ = ticket.finish(Outcome::Ok {
                 rows: self.rows,

@@ -3,6 +3,7 @@
 
 mod complete;
 mod explain;
+mod serve;
 mod storage;
 mod tables;
 
@@ -221,6 +222,18 @@ pub enum Command {
         #[arg(allow_hyphen_values = true, required = true)]
         sql: Vec<String>,
     },
+    /// Serve the HTTP API: both languages over the archive, each bearer token under its scope,
+    /// every query audited; stops on SIGINT/SIGTERM after running queries finish.
+    Serve(serve::ServeArgs),
+    /// Serve MCP over stdio for agents (default scope: a reader scope of the local user's
+    /// sessions; --session ID pins it to one conversation's own tools).
+    Mcp(serve::McpArgs),
+    /// Bearer tokens of `quarry serve`: add (printed once), list, revoke.
+    Token {
+        /// What to do.
+        #[command(subcommand)]
+        action: serve::TokenCommand,
+    },
     /// The audit trail: the most recent queries with who ran them, their scope and outcome
     /// (admin scope only; --limit N, default 50).
     Audit,
@@ -395,6 +408,9 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         Command::Query { query } => run_query(&query.join(" "), &cli, Language::Query),
         Command::Sql { sql } => run_query(&sql.join(" "), &cli, Language::Sql),
         Command::Audit => run_audit(&cli),
+        Command::Serve(args) => serve::run_serve(&cli, args),
+        Command::Mcp(args) => serve::run_mcp(&cli, args),
+        Command::Token { action } => serve::run_token(&cli, action),
         Command::Ingest {
             paths,
             owner,
@@ -552,6 +568,7 @@ fn admin_only_verb(command: &Command) -> Option<&'static str> {
         Command::Reindex => "reindex",
         Command::Tables => "tables",
         Command::Audit => "audit",
+        Command::Serve(_) => "serve",
         Command::Tag { .. } => "tag",
         Command::Note { .. } => "note",
         Command::Assertions { .. } => "assertions",
@@ -586,7 +603,11 @@ fn options(cli: &Cli) -> Result<Options, Failure> {
 
 /// The scope `--scope` names (admin when none), from `--scopes` or the file beside the archive.
 fn scope_of(cli: &Cli) -> Result<crate::Scope, Failure> {
-    let name = cli.scope.as_deref().unwrap_or(crate::scope::ADMIN);
+    scope_named(cli, cli.scope.as_deref().unwrap_or(crate::scope::ADMIN))
+}
+
+/// The scope called `name`, from `--scopes` or the file beside the archive.
+fn scope_named(cli: &Cli, name: &str) -> Result<crate::Scope, Failure> {
     let file = match &cli.scopes {
         Some(file) => file.clone(),
         None => crate::scope::default_scopes_file(&archive_path(cli.archive.clone())),
@@ -619,17 +640,10 @@ fn failure(query: &str, e: Error, json: bool) -> Failure {
             }
             Failure::silent(2)
         }
-        Error::SqlRefused { refusal, message } if json => {
+        e if json && (e.is_plan_refusal() || matches!(e, Error::SqlRefused { .. })) => {
             emit(&format!(
                 "{}\n",
-                serde_json::json!({"diagnostics": [{"code": "sql_refused", "refusal": refusal, "message": message}]})
-            ));
-            Failure::silent(2)
-        }
-        e if e.is_plan_refusal() && json => {
-            emit(&format!(
-                "{}\n",
-                serde_json::json!({"diagnostics": [{"code": e.code(), "message": e.to_string()}]})
+                serde_json::json!({"diagnostics": e.diagnostics_json()})
             ));
             Failure::silent(2)
         }
@@ -779,15 +793,9 @@ fn run_explain_plan(query: &str, cli: &Cli) -> Result<(), Failure> {
 
 /// Parses a size: `256MB`, `2GB`, `512MiB`, `1048576`.
 pub fn parse_size(text: &str) -> Result<usize, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("not a size: {text} (try 256MB)"))?;
-    let scale: f64 = match unit.trim().to_ascii_uppercase().as_str() {
+    let (value, unit) =
+        number_and_unit(text).ok_or_else(|| format!("not a size: {text} (try 256MB)"))?;
+    let scale: f64 = match unit.to_ascii_uppercase().as_str() {
         "" | "B" => 1.0,
         "K" | "KB" => 1e3,
         "KIB" => 1024.0,
@@ -798,6 +806,16 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         _ => return Err(format!("not a size: {text} (try 256MB)")),
     };
     Ok((value * scale) as usize)
+}
+
+/// A number and the unit after it (`256MB` → 256 and `MB`, `1.5` → 1.5 and ``).
+fn number_and_unit(text: &str) -> Option<(f64, &str)> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    Some((number.parse().ok()?, unit.trim()))
 }
 
 /// Maps a verb's exit code to a result (2: the message was already printed).

@@ -7,6 +7,7 @@ mod count;
 mod scope;
 pub mod source;
 mod sql;
+mod yields;
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
@@ -95,6 +96,7 @@ impl Engine {
             .with_runtime_env(runtime.build_arc().map_err(engine_error)?)
             .with_default_features()
             .with_query_planner(Arc::new(QuarryQueryPlanner))
+            .with_physical_optimizer_rule(Arc::new(yields::YieldingJoins))
             .build();
         let ctx = SessionContext::new_with_state(state);
         quarry_udf::functions::register_all(&ctx);
@@ -268,6 +270,44 @@ impl Engine {
         }
     }
 
+    /// The tables and columns this session's catalog holds (for a reader scope, only what it
+    /// may see), in name order, with the schema's description of each.
+    pub async fn catalog(&self) -> Result<Vec<crate::api::CatalogTable>, Error> {
+        let schema = self
+            .ctx
+            .catalog("datafusion")
+            .and_then(|c| c.schema("public"))
+            .ok_or_else(|| Error::Execution("the session has no default schema".into()))?;
+        let mut names = schema.table_names();
+        names.sort();
+        let mut tables = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(provider) = schema.table(&name).await.map_err(engine_error)? else {
+                continue;
+            };
+            let described = quarry_schema::table(&name);
+            let columns = provider
+                .schema()
+                .fields()
+                .iter()
+                .map(|field| crate::api::CatalogColumn {
+                    name: field.name().clone(),
+                    ty: crate::output::envelope::type_name(field.data_type()),
+                    nullable: field.is_nullable(),
+                    description: described
+                        .and_then(|t| t.columns.iter().find(|c| c.name == field.name()))
+                        .map(|c| c.doc.to_string()),
+                })
+                .collect();
+            tables.push(crate::api::CatalogTable {
+                description: described.map(|t| t.doc.to_string()),
+                name,
+                columns,
+            });
+        }
+        Ok(tables)
+    }
+
     /// The logical and physical plans of `query`, as DataFusion prints them.
     pub async fn explain(&self, query: &str) -> Result<String, Error> {
         if !self.scope.is_admin() {
@@ -336,6 +376,7 @@ struct Planned {
 }
 
 /// The plans of rows `with` projections attach, run when an answer is collected.
+#[derive(Default)]
 pub struct Attached {
     ctx: SessionContext,
     plans: Vec<(&'static str, LogicalPlan)>,

@@ -75,6 +75,9 @@ pub fn admitted_sessions(conn: &Connection, scope: &ReaderScope) -> rusqlite::Re
             values.push(row.get::<_, Option<String>>(i + 1)?);
         }
         let field = |name: &str| {
+            if name == "session_id" {
+                return Some(id.clone());
+            }
             columns
                 .iter()
                 .position(|c| *c == name)

@@ -64,6 +64,8 @@ pub struct ReaderScope {
     pub sessions: Option<SessionPredicate>,
     /// The owner its sessions must have.
     pub owner: Option<String>,
+    /// The one session it sees (a conversation's own tools: [`ReaderScope::pinned`]).
+    pub session: Option<String>,
 }
 
 impl ReaderScope {
@@ -106,16 +108,33 @@ impl ReaderScope {
             name: name.into(),
             sessions,
             owner: owner.map(str::to_string),
+            session: None,
         })
     }
 
-    /// Whether a session with these field values is in the scope.
+    /// The reader scope of one session and nothing else: what a conversation's own tools see
+    /// (`quarry mcp --session ID`), whatever their arguments say. Named `session`.
+    pub fn pinned(session_id: &str) -> ReaderScope {
+        ReaderScope {
+            name: "session".into(),
+            sessions: None,
+            owner: None,
+            session: Some(session_id.to_string()),
+        }
+    }
+
+    /// Whether a session with these field values (`session_id`, `owner`, and the predicate's
+    /// columns) is in the scope.
     pub fn admits(&self, fields: &dyn Fn(&str) -> Option<String>) -> bool {
         let owner_ok = match &self.owner {
             Some(owner) => fields("owner").as_deref() == Some(owner.as_str()),
             None => true,
         };
-        owner_ok && self.sessions.as_ref().is_none_or(|p| p.matches(fields))
+        let pinned_ok = match &self.session {
+            Some(id) => fields("session_id").as_deref() == Some(id.as_str()),
+            None => true,
+        };
+        owner_ok && pinned_ok && self.sessions.as_ref().is_none_or(|p| p.matches(fields))
     }
 }
 
@@ -286,6 +305,15 @@ mod tests {
         assert!(scope.admits(&row("acme-web", "alice")));
         assert!(!scope.admits(&row("acme-web", "bob")));
         assert!(!scope.admits(&row("other", "alice")));
+    }
+
+    #[test]
+    fn a_pinned_scope_admits_its_session_only() {
+        let scope = ReaderScope::pinned("claude-code:abc");
+        let row = |id: &'static str| move |f: &str| (f == "session_id").then(|| id.to_string());
+        assert!(scope.admits(&row("claude-code:abc")));
+        assert!(!scope.admits(&row("claude-code:abcd")));
+        assert!(!scope.admits(&|_: &str| None));
     }
 
     #[test]

@@ -211,7 +211,12 @@ pub(crate) fn sqlite_error(e: rusqlite::Error) -> DataFusionError {
     DataFusionError::External(Box::new(e))
 }
 
-/// Reads one partition and sends its batches; stops quietly when the receiver is gone.
+/// SQLite virtual machine steps between checks whether the scan's reader is still there.
+const CANCEL_CHECK_STEPS: std::os::raw::c_int = 100_000;
+
+/// Reads one partition and sends its batches; stops quietly when the receiver is gone, also
+/// in the middle of a statement that returns no row for a long while (a selective filter on a
+/// big table): a progress handler interrupts SQLite once nobody is reading.
 fn read_partition(
     spec: &ScanSpec,
     range: Option<(i64, i64)>,
@@ -225,6 +230,8 @@ fn read_partition(
     .map_err(sqlite_error)?;
     conn.pragma_update(None, "case_sensitive_like", true)
         .map_err(sqlite_error)?;
+    let reader = sender.clone();
+    conn.progress_handler(CANCEL_CHECK_STEPS, Some(move || reader.is_closed()));
     let sql = spec.sql(range.is_some());
     let mut stmt = conn.prepare(&sql).map_err(sqlite_error)?;
     let mut params = spec.params.clone();
@@ -236,7 +243,14 @@ fn read_partition(
         .query(rusqlite::params_from_iter(params.iter()))
         .map_err(sqlite_error)?;
     let mut batch = BatchBuilder::new(Arc::clone(&spec.schema), batch_size);
-    while let Some(row) = rows.next().map_err(sqlite_error)? {
+    loop {
+        let row = match rows.next() {
+            Ok(Some(row)) => row,
+            Ok(None) => break,
+            // Interrupted because the query was dropped: nobody to tell.
+            Err(_) if sender.is_closed() => return Ok(()),
+            Err(e) => return Err(sqlite_error(e)),
+        };
         batch.append(row)?;
         if batch.len() == batch_size && sender.blocking_send(batch.finish()).is_err() {
             return Ok(());

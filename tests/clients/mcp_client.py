@@ -1,0 +1,195 @@
+"""quarry's MCP server exercised by a client quarry did not write: the official MCP Python SDK.
+
+Starts `quarry mcp` over stdio twice: once open (the query tools, under the default reader scope
+of the local user) and once pinned to one conversation with `--session ID` (only the fixed-
+statement tools). Every answer is checked against SQLite asked directly (Python's sqlite3 on the
+archive file), never against quarry's own output.
+
+    "$(benches/tools.sh mcp)" tests/clients/mcp_client.py --quarry target/debug/quarry \
+        --archive archive.db
+
+Exits non-zero on the first failed check, naming it.
+"""
+
+import argparse
+import asyncio
+import getpass
+import sqlite3
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+OPEN_TOOLS = {"query_units", "sql_query", "explain", "list_tables", "query_completions"}
+PINNED_TOOLS = {"conversation_recent_turns", "conversation_list_tool_calls", "query_completions"}
+
+
+def check(condition, what):
+    if not condition:
+        print(f"FAILED: {what}", file=sys.stderr)
+        sys.exit(1)
+    print(f"ok: {what}")
+
+
+def rows_of(result):
+    """The rows of a tool answer's envelope (structured content)."""
+    check(not result.is_error, f"the call succeeded: {text_of(result)[:300]}")
+    return result.structured_content["rows"]
+
+
+def text_of(result):
+    return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+async def open_server(args, db):
+    owner = getpass.getuser()
+    async with stdio_client(
+        StdioServerParameters(command=args.quarry, args=["--archive", args.archive, "--tz", "UTC", "mcp"])
+    ) as (read, write):
+        async with ClientSession(read, write) as session:
+            info = await session.initialize()
+            check(info.server_info.name == "quarry", "the server names itself quarry")
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            check(set(tools) == OPEN_TOOLS, f"the open server offers exactly {sorted(OPEN_TOOLS)}: {sorted(tools)}")
+            for tool in tools.values():
+                check(bool(tool.description) and tool.input_schema.get("type") == "object",
+                      f"{tool.name} has a description and an object schema")
+            check("expression" in tools["query_units"].input_schema["properties"],
+                  "query_units takes an expression")
+
+            # The default scope: the local user's sessions, hidden messages not shown.
+            visible = """FROM messages m JOIN sessions s USING (session_id)
+                         WHERE s.owner = ? AND NOT m.hidden"""
+            (expected,) = db.execute(f"SELECT count(*) {visible}", (owner,)).fetchone()
+            result = await session.call_tool("query_units", {"expression": "messages | count"})
+            rows = rows_of(result)
+            check(rows == [[expected]], f"query_units counts {expected} messages as SQLite does: {rows}")
+            check(result.structured_content["exact"] is True, "the envelope says exact")
+
+            by_role = [list(r) for r in db.execute(
+                f"SELECT m.role, count(*) {visible} GROUP BY m.role ORDER BY m.role", (owner,))]
+            result = await session.call_tool("sql_query", {
+                "sql": "SELECT role, count(*) AS n FROM messages GROUP BY role ORDER BY role"})
+            check(rows_of(result) == by_role, f"sql_query groups by role as SQLite does: {by_role}")
+            check(result.structured_content["columns"] == ["role", "n"], "sql_query answers in the SQL shape")
+
+            result = await session.call_tool("query_units", {"expression": "messages", "limit": 5})
+            check(len(rows_of(result)) == 5 and result.structured_content["truncated"] is True,
+                  "a limit cuts the rows and sets truncated")
+            check("truncated" in text_of(result), "the text rendering says truncated")
+
+            result = await session.call_tool("list_tables", {})
+            names = {t["name"] for t in result.structured_content["tables"]}
+            check("messages" in names and "events_raw" not in names,
+                  "list_tables shows the reader's catalog (no events_raw)")
+
+            result = await session.call_tool("query_completions", {"kind": "example"})
+            examples = result.structured_content["examples"]
+            check(len(examples) > 10, f"query_completions lists {len(examples)} examples")
+            result = await session.call_tool("query_completions", {"kind": "error"})
+            errors = result.structured_content["errors"]
+            check(len(errors) > 3 and all("diagnostic" in e for e in errors),
+                  "query_completions lists mistakes with their diagnostics")
+
+            result = await session.call_tool("query_units", {"expression": "messages where rol:assistant"})
+            check(result.is_error, "a bad query is a tool error")
+            diagnostic = result.structured_content["diagnostics"][0]
+            check(diagnostic["column"] >= 1 and diagnostic["code"],
+                  f"the tool error carries the diagnostic with its column: {diagnostic}")
+            check("rol" in text_of(result), "the text draws the error under the query")
+
+            result = await session.call_tool("query_units", {})
+            check(result.is_error, "a missing argument is a tool error, not a crash")
+            result = await session.call_tool("query_completions", {"kind": "everything"})
+            check(result.is_error, "a wrong argument value is a tool error")
+
+            result = await session.call_tool("sql_query", {"sql": "DROP TABLE messages"})
+            check(result.is_error and result.structured_content["code"] == "sql_refused",
+                  "DDL is refused as a tool error")
+            result = await session.call_tool("sql_query", {"sql": "SELECT payload FROM events_raw"})
+            check(result.is_error, "events_raw is not in a reader's catalog")
+
+            result = await session.call_tool("explain", {"expression": "messages | group by role | count"})
+            check(not result.is_error and result.structured_content["unit_source"] == "messages",
+                  "explain shows the parse")
+            result = await session.call_tool("explain", {"expression": "messages | count", "plan": True})
+            check(result.is_error and result.structured_content["code"] == "admin_only",
+                  "explaining a plan is for the admin scope")
+
+
+async def pinned_server(args, db):
+    (session_id,) = db.execute(
+        """SELECT t.session_id FROM turns t JOIN actions a ON a.session_id = t.session_id
+           AND a.turn_id = t.turn_id WHERE t.committed
+           GROUP BY t.session_id ORDER BY count(DISTINCT t.turn_id) DESC, t.session_id LIMIT 1""").fetchone()
+    async with stdio_client(StdioServerParameters(
+            command=args.quarry,
+            args=["--archive", args.archive, "--tz", "UTC", "mcp", "--session", session_id])) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name for t in (await session.list_tools()).tools}
+            check(tools == PINNED_TOOLS, f"a pinned server offers exactly {sorted(PINNED_TOOLS)}: {sorted(tools)}")
+
+            turns = [r[0] for r in db.execute(
+                """SELECT turn_id FROM turns WHERE session_id = ? AND committed
+                   ORDER BY started_at_ms DESC, turn_id DESC""", (session_id,))]
+            result = await session.call_tool("conversation_recent_turns", {})
+            rows = rows_of(result)
+            columns = result.structured_content["columns"]
+            got = [r[columns.index("turn_id")] for r in rows]
+            check(got == turns[:20], f"the 20 newest committed turns, newest first ({len(turns)} in all)")
+            counts = {r[0]: r[1] for r in db.execute(
+                """SELECT turn_id, count(*) FROM messages WHERE session_id = ? AND NOT hidden
+                   GROUP BY turn_id""", (session_id,))}
+            check(all(r[columns.index("messages")] == counts.get(r[columns.index("turn_id")], 0) for r in rows),
+                  "each turn's message count is SQLite's")
+
+            result = await session.call_tool("conversation_recent_turns", {"limit": 500, "full": True})
+            rows = rows_of(result)
+            check(len(rows) == min(50, len(turns)), f"at most 50 turns: {len(rows)}")
+            check("failed_tool_calls" in result.structured_content["columns"], "full mode adds failure information")
+
+            # Arguments cannot pick another conversation.
+            result = await session.call_tool("conversation_recent_turns", {"session_id": "other"})
+            if not result.is_error:
+                got = [r[0] for r in result.structured_content["rows"]]
+                check(set(got) <= set(turns), "an extra argument does not widen the conversation")
+
+            (calls,) = db.execute(
+                """SELECT count(*) FROM actions a JOIN messages m USING (message_id)
+                   WHERE a.session_id = ? AND NOT m.hidden
+                   AND (a.turn_committed OR a.turn_id IS NULL)""", (session_id,)).fetchone()
+            result = await session.call_tool("conversation_list_tool_calls", {})
+            rows = rows_of(result)
+            check(len(rows) == min(20, calls), f"20 newest tool calls of {calls}: {len(rows)}")
+            columns = result.structured_content["columns"]
+            check("arguments_preview" in columns and "approval" not in columns, "previews by default")
+            result = await session.call_tool("conversation_list_tool_calls", {"limit": 1000, "full": True})
+            rows = rows_of(result)
+            columns = result.structured_content["columns"]
+            check(len(rows) == min(100, calls) and "approval" in columns,
+                  f"full mode, at most 100 calls: {len(rows)}")
+            approvals = {r[columns.index("approval")] for r in rows}
+            check(approvals <= {"ran", "rejected", "no_result"}, f"approval statuses: {approvals}")
+
+            try:
+                result = await session.call_tool("query_units", {"expression": "messages | count"})
+                refused = result.is_error
+            except Exception:  # a protocol error: the tool does not exist here
+                refused = True
+            check(refused, "a pinned server runs no query text")
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quarry", required=True)
+    parser.add_argument("--archive", required=True)
+    args = parser.parse_args()
+    db = sqlite3.connect(f"file:{args.archive}?mode=ro", uri=True)
+    await open_server(args, db)
+    await pinned_server(args, db)
+    print("the MCP server passed every check")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
