@@ -207,13 +207,13 @@ fn a_sorted_export_streams_every_row_to_parquet_and_arrow() {
             "{name} whole and no temporary file beside it: {files:?}"
         );
         let got = file_rows(&path);
-        // Every row, and in time order (latest first; rows without a time come first).
+        // Every row, and in time order (latest first; rows without a time come last).
         let times: Vec<i64> = got.iter().filter_map(|r| r[3].as_i64()).collect();
         assert!(times.windows(2).all(|w| w[0] >= w[1]), "{name} not sorted");
         assert!(
-            got.iter().take_while(|r| r[3].is_null()).count()
+            got.iter().rev().take_while(|r| r[3].is_null()).count()
                 == got.iter().filter(|r| r[3].is_null()).count(),
-            "{name}: rows without a time come first"
+            "{name}: rows without a time come last"
         );
         assert_eq!(sorted(got), want, "{name}");
     }

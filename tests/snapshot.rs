@@ -723,3 +723,131 @@ fn snapshot_and_exports_on_an_s3_compatible_server() {
         crate::support::scalar(&conn, "SELECT COUNT(*) FROM messages", [])
     );
 }
+
+/// The sort-key values of `sql` asked of SQLite directly (the oracle), as JSON.
+fn sqlite_column(conn: &rusqlite::Connection, sql: &str) -> Vec<Value> {
+    let mut statement = conn.prepare(sql).unwrap();
+    statement
+        .query_map([], |row| row.get::<_, Option<i64>>(0))
+        .unwrap()
+        .map(|v| v.unwrap().map_or(Value::Null, Value::from))
+        .collect()
+}
+
+#[test]
+fn top_k_on_the_snapshot_is_bounded_by_row_group_statistics_and_stays_exact() {
+    let Some(archive) = crate::differential::corpus_archive() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("snap");
+    // Small row groups, so there are many to choose among.
+    let mut options = Options::new(archive);
+    options.snapshot_url = Some(snapshot.display().to_string());
+    let settings = WriteSettings {
+        row_group_rows: 64,
+        ..WriteSettings::default()
+    };
+    runtime()
+        .block_on(quarry::export::write_snapshot(&options, &settings, &|_| {}))
+        .unwrap();
+    let columnar = session(archive, SourceChoice::Snapshot, &snapshot).unwrap();
+    let conn = open(archive);
+    // (SQL rather than the language, the query, the oracle's SQL for the first column).
+    let cases: [(bool, &str, &str); 7] = [
+        // The language sorts NULLs last in both directions.
+        (
+            false,
+            "messages where role:assistant | sort by output_tokens desc | limit 10 | select output_tokens, message_id",
+            "SELECT output_tokens FROM messages WHERE role = 'assistant' ORDER BY output_tokens DESC NULLS LAST LIMIT 10",
+        ),
+        // SQL's DESC puts NULLs first (DataFusion's default): the bound keeps the NULLs.
+        (
+            true,
+            "SELECT output_tokens, message_id FROM messages WHERE role = 'assistant' ORDER BY output_tokens DESC LIMIT 10",
+            "SELECT output_tokens FROM messages WHERE role = 'assistant' ORDER BY output_tokens DESC NULLS FIRST LIMIT 10",
+        ),
+        (
+            true,
+            "SELECT output_tokens, message_id FROM messages WHERE role = 'assistant' ORDER BY output_tokens DESC NULLS LAST LIMIT 10",
+            "SELECT output_tokens FROM messages WHERE role = 'assistant' ORDER BY output_tokens DESC NULLS LAST LIMIT 10",
+        ),
+        (
+            false,
+            "messages | sort by word_count | limit 7 | select word_count, message_id",
+            "SELECT word_count FROM messages ORDER BY word_count ASC NULLS LAST LIMIT 7",
+        ),
+        (
+            true,
+            "SELECT word_count, session_id FROM messages ORDER BY word_count DESC NULLS LAST, message_id LIMIT 5 OFFSET 3",
+            "SELECT word_count FROM messages ORDER BY word_count DESC NULLS LAST LIMIT 5 OFFSET 3",
+        ),
+        // No user message has output tokens: nothing passes the bound, and the plain plan
+        // answers (NULLs last, so ten NULLs).
+        (
+            true,
+            "SELECT output_tokens FROM messages WHERE role = 'user' ORDER BY output_tokens DESC NULLS LAST LIMIT 10",
+            "SELECT output_tokens FROM messages WHERE role = 'user' ORDER BY output_tokens DESC NULLS LAST LIMIT 10",
+        ),
+        // A filter most rows fail: the bound's rows are too few, so the plain plan answers.
+        (
+            true,
+            "SELECT word_count FROM messages WHERE role = 'system' ORDER BY word_count DESC NULLS LAST LIMIT 20",
+            "SELECT word_count FROM messages WHERE role = 'system' ORDER BY word_count DESC NULLS LAST LIMIT 20",
+        ),
+    ];
+    for (sql, query, oracle) in cases {
+        let result = runtime()
+            .block_on(async {
+                if sql {
+                    columnar.sql_collect(query, Caps::default()).await
+                } else {
+                    columnar.query_collect(query, Caps::default()).await
+                }
+            })
+            .unwrap();
+        assert_eq!(result.meta.source, Source::Snapshot);
+        let got: Vec<Value> = json_rows(&result.batches)
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect();
+        let expected = sqlite_column(&conn, oracle);
+        assert!(!expected.is_empty(), "{oracle}");
+        assert_eq!(got, expected, "{query}");
+    }
+    // The bound is taken for a top-k over the snapshot (explain shows it), and only there.
+    let explained = runtime()
+        .block_on(columnar.explain_plan(cases[0].1))
+        .unwrap();
+    assert!(
+        explained.contains("top-k: bounds from row-group statistics"),
+        "{explained}"
+    );
+    // Position 0 (a session's first message) is the column's smallest value and most row
+    // groups hold one: the first ten rows equal to it are the answer, read without sorting.
+    let query = "messages | sort by position | limit 10 | select position, message_id";
+    let explained = runtime().block_on(columnar.explain_plan(query)).unwrap();
+    assert!(
+        explained.contains("the first rows with messages.position = Int64(0), unsorted"),
+        "{explained}"
+    );
+    let result = runtime()
+        .block_on(columnar.query_collect(query, Caps::default()))
+        .unwrap();
+    let got: Vec<Value> = json_rows(&result.batches)
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    let expected = sqlite_column(
+        &conn,
+        "SELECT position FROM messages ORDER BY position ASC NULLS LAST LIMIT 10",
+    );
+    assert_eq!(got, expected);
+    let explained = runtime()
+        .block_on(columnar.explain_plan("messages | group by role | count"))
+        .unwrap();
+    assert!(!explained.contains("top-k"), "{explained}");
+    let sqlite = session(archive, SourceChoice::Sqlite, &snapshot).unwrap();
+    let explained = runtime().block_on(sqlite.explain_plan(cases[0].1)).unwrap();
+    assert!(!explained.contains("top-k"), "{explained}");
+}

@@ -7,6 +7,7 @@ mod count;
 mod scope;
 pub mod source;
 mod sql;
+mod topk;
 mod yields;
 
 use std::num::NonZeroUsize;
@@ -253,6 +254,13 @@ impl Engine {
     ) -> Result<datafusion::execution::SendableRecordBatchStream, Error> {
         // One row more than the cap tells whether the cap cut anything.
         let plan = with_caps(plan, caps).map_err(engine_error)?;
+        if self.chosen.source == Source::Snapshot
+            && let Some(stream) = topk::execute(&self.ctx, &plan)
+                .await
+                .map_err(engine_error)?
+        {
+            return Ok(stream);
+        }
         self.ctx
             .execute_logical_plan(plan)
             .await
@@ -315,6 +323,10 @@ impl Engine {
             return Err(Error::AdminOnly("explaining a plan"));
         }
         let planned = self.plan(query).await?;
+        let bound = match self.chosen.source {
+            Source::Snapshot => self.topk_bound(&planned.plan).await?,
+            Source::Sqlite => None,
+        };
         let explained = async {
             let df = self.ctx.execute_logical_plan(planned.plan).await?;
             df.explain(false, false)?.collect().await
@@ -324,7 +336,26 @@ impl Engine {
         let text = datafusion::arrow::util::pretty::pretty_format_batches(&explained)
             .map_err(|e| Error::Execution(e.to_string()))?
             .to_string();
-        Ok(format!("source: {}\n{text}", self.chosen.reason))
+        let bound = match bound {
+            Some(bounds) => format!(
+                "top-k: bounds from row-group statistics, tried in turn until k rows pass one: \
+                 {bounds}; else the plan below\n"
+            ),
+            None => String::new(),
+        };
+        Ok(format!("source: {}\n{bound}{text}", self.chosen.reason))
+    }
+
+    /// The bounds a top-k plan's scan would get from the snapshot's statistics (see [`topk`]).
+    async fn topk_bound(&self, plan: &LogicalPlan) -> Result<Option<String>, Error> {
+        let Some(found) = topk::TopK::find(&self.ctx, plan).map_err(engine_error)? else {
+            return Ok(None);
+        };
+        let bounds = found.bounds(&self.ctx).await.map_err(engine_error)?;
+        Ok((!bounds.is_empty()).then(|| {
+            let shown: Vec<String> = bounds.iter().map(ToString::to_string).collect();
+            shown.join(", then ")
+        }))
     }
 }
 

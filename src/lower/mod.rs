@@ -327,6 +327,9 @@ fn session_order(def: &Unit, key: &str, last: bool) -> Vec<SortExpr> {
     order
 }
 
+/// Where a `sort` stage puts rows without a value: last, in both directions (docs/language.md).
+const NULLS_FIRST: bool = false;
+
 fn sort_exprs(
     key: &SortKey,
     descending: bool,
@@ -336,19 +339,19 @@ fn sort_exprs(
 ) -> Result<Vec<SortExpr>, LowerError> {
     let asc = !descending;
     Ok(match key {
-        SortKey::Time { column } => vec![col(*column).sort(asc, !asc)],
-        SortKey::Count => vec![ident("count").sort(asc, !asc)],
-        SortKey::Metric { label } => vec![ident(label.clone()).sort(asc, !asc)],
+        SortKey::Time { column } => vec![col(*column).sort(asc, NULLS_FIRST)],
+        SortKey::Count => vec![ident("count").sort(asc, NULLS_FIRST)],
+        SortKey::Metric { label } => vec![ident(label.clone()).sort(asc, NULLS_FIRST)],
         SortKey::Key => {
             if aggregated {
                 key_sort
                     .iter()
-                    .map(|s| s.expr.clone().sort(asc, !asc))
+                    .map(|s| s.expr.clone().sort(asc, NULLS_FIRST))
                     .collect()
             } else {
                 let def = unit_def(resolved.unit);
                 let first = def.schema.column_names().next().unwrap_or("rowid");
-                vec![col(first).sort(asc, !asc)]
+                vec![col(first).sort(asc, NULLS_FIRST)]
             }
         }
         SortKey::Field { column } => {
@@ -357,7 +360,7 @@ fn sort_exprs(
             } else {
                 column_expr(column)?
             };
-            vec![expr.sort(asc, !asc)]
+            vec![expr.sort(asc, NULLS_FIRST)]
         }
     })
 }

@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{Array, ArrayRef, new_empty_array};
+use datafusion::arrow::compute::{concat, filter, is_not_null};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::stats::Precision;
 use datafusion::common::{Result, Statistics};
@@ -15,12 +17,15 @@ use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::file_format::arrow::ArrowFormat;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::PartitionedFile;
+use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::datasource::physical_plan::{FileGroup, FileScanConfigBuilder};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
+use object_store::ObjectMeta;
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 
 use super::manifest::TableFiles;
 use crate::sqlite::{FTS_FUNCTION, SqliteTable, arrow_schema};
@@ -75,6 +80,61 @@ impl SnapshotTable {
             is_view: def.kind == quarry_schema::TableKind::View,
             fulltext,
         })
+    }
+}
+
+impl SnapshotTable {
+    /// Each row group's largest (`largest`) or smallest value of `column`, across every file of
+    /// the table, as its Parquet statistics record it; row groups without one are left out.
+    /// Empty for an Arrow IPC snapshot (no statistics) or a column the files lack. The values
+    /// have the column's Arrow type. Only footers are read, never data pages.
+    pub async fn row_group_extremes(
+        &self,
+        state: &dyn Session,
+        column: &str,
+        largest: bool,
+    ) -> Result<ArrayRef> {
+        let Ok(field) = self.schema.field_with_name(column) else {
+            return Ok(new_empty_array(&DataType::Null));
+        };
+        if self.arrow {
+            return Ok(new_empty_array(field.data_type()));
+        }
+        let store = state.runtime_env().object_store(&self.store_url)?;
+        let cache = state.runtime_env().cache_manager.get_file_metadata_cache();
+        let mut parts: Vec<ArrayRef> = Vec::with_capacity(self.files.len());
+        for (path, bytes) in &self.files {
+            let meta = ObjectMeta {
+                location: path.as_str().into(),
+                // As the scan's `PartitionedFile::new` has it, so the scan finds the footer in
+                // the session's metadata cache instead of reading it again.
+                last_modified: Default::default(),
+                size: *bytes,
+                e_tag: None,
+                version: None,
+            };
+            let metadata = DFParquetMetadata::new(store.as_ref(), &meta)
+                .with_file_metadata_cache(Some(cache.clone()))
+                .fetch_metadata()
+                .await?;
+            let converter = StatisticsConverter::try_new(
+                column,
+                &self.schema,
+                metadata.file_metadata().schema_descr(),
+            )?;
+            let row_groups = metadata.row_groups().iter();
+            parts.push(if largest {
+                converter.row_group_maxes(row_groups)?
+            } else {
+                converter.row_group_mins(row_groups)?
+            });
+        }
+        let parts: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+        let all = match parts.is_empty() {
+            true => new_empty_array(field.data_type()),
+            false => concat(&parts)?,
+        };
+        Ok(filter(&all, &is_not_null(&all)?)?)
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use datafusion::arrow::array::{BooleanArray, Float64Array, Int64Array};
 use datafusion::arrow::datatypes::{Field, Schema};
 use datafusion::datasource::MemTable;
+use datafusion::logical_expr::EmitTo;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use super::*;
@@ -512,6 +513,147 @@ fn folded_and_raw_states_merge_exactly() -> Result<()> {
             groups.evaluate(EmitTo::All)?.as_primitive::<Int64Type>(),
             &Int64Array::from(vec![want.clone().try_into().ok() as Option<i64>])
         );
+    }
+    Ok(())
+}
+
+/// Per group, the percentile of `rows` computed by two partial groups accumulators (half the
+/// rows each) whose states one final accumulator merges; and whether the partial states were
+/// counted (dense) rather than listed value by value.
+fn two_stage(rows: &[(usize, i64)], groups: usize, p: u8) -> Result<(Vec<Option<i64>>, bool)> {
+    let mut states = Vec::new();
+    for half in rows.chunks(rows.len().div_ceil(2).max(1)) {
+        let mut partial = NearestRankGroupsAccumulator::<Int64Type>::new(p, DataType::Int64);
+        for batch in half.chunks(8192) {
+            let values: ArrayRef =
+                Arc::new(Int64Array::from_iter_values(batch.iter().map(|r| r.1)));
+            let indices: Vec<usize> = batch.iter().map(|r| r.0).collect();
+            partial.update_batch(&[values], &indices, None, groups)?;
+        }
+        states.push(partial.state(EmitTo::All)?);
+    }
+    let counted = states
+        .iter()
+        .all(|s| s.get(1).is_some_and(|c| c.null_count() == 0));
+    let mut fin = NearestRankGroupsAccumulator::<Int64Type>::new(p, DataType::Int64);
+    let indices: Vec<usize> = (0..groups).collect();
+    for state in &states {
+        fin.merge_batch(state, &indices, groups)?;
+    }
+    let out = fin.evaluate(EmitTo::All)?;
+    Ok((out.as_primitive::<Int64Type>().iter().collect(), counted))
+}
+
+/// The oracle's answer per group.
+fn per_group(rows: &[(usize, i64)], groups: usize, p: u8) -> Vec<Option<i64>> {
+    let mut by_group = vec![Vec::new(); groups];
+    for &(g, v) in rows {
+        by_group[g].push(v);
+    }
+    by_group
+        .iter()
+        .map(|values| oracle(values, p, i64::cmp))
+        .collect()
+}
+
+/// Groups, a source of values, and whether the partial states come out counted.
+type Shape = (usize, Box<dyn FnMut() -> i64>, bool);
+
+#[test]
+fn dense_and_sparse_group_paths_match_the_oracle() -> Result<()> {
+    let (mut narrow, mut two, mut wide) = (Rng(41), Rng(7), Rng(9));
+    // (groups, values per row, whether the partial states are counted): a narrow range counts
+    // densely, a wide one does not.
+    let shapes: [Shape; 4] = [
+        (4, Box::new(|| 0), true),
+        (5, Box::new(move || (narrow.below(3000) as i64) - 500), true),
+        (
+            300,
+            Box::new(move || two.below(2) as i64 * 1_000_000_000),
+            false,
+        ),
+        (7, Box::new(move || (wide.next() >> 3) as i64), false),
+    ];
+    for (i, (groups, mut value, dense)) in shapes.into_iter().enumerate() {
+        let mut pick = Rng(100 + i as u64);
+        let rows: Vec<(usize, i64)> = (0..200_000)
+            .map(|_| (pick.below(groups as u64) as usize, value()))
+            .collect();
+        for p in [1, 50, 90, 99, 100] {
+            let (got, counted) = two_stage(&rows, groups, p)?;
+            assert_eq!(got, per_group(&rows, groups, p), "shape {i} p{p}");
+            assert_eq!(counted, dense, "shape {i}: counted partial states");
+        }
+    }
+    // Wide values in many groups take the sparse path; every group still matches.
+    let mut rng = Rng(43);
+    let rows: Vec<(usize, i64)> = (0..100_000)
+        .map(|_| (rng.below(1000) as usize, (rng.next() >> 1) as i64))
+        .collect();
+    let (got, counted) = two_stage(&rows, 1000, 90)?;
+    assert!(!counted);
+    assert_eq!(got, per_group(&rows, 1000, 90));
+    Ok(())
+}
+
+#[test]
+fn counted_states_of_a_wide_range_merge_without_expanding() -> Result<()> {
+    // Counted states whose values span far more than the histogram allows: the final stage
+    // selects over the runs themselves, and its own state stays counted.
+    let list = |rows: Vec<Vec<i64>>| -> ArrayRef {
+        Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(
+            rows.into_iter().map(|r| Some(r.into_iter().map(Some))),
+        ))
+    };
+    let counts = |rows: Vec<Vec<u64>>| -> ArrayRef {
+        Arc::new(ListArray::from_iter_primitive::<UInt64Type, _, _>(
+            rows.into_iter().map(|r| Some(r.into_iter().map(Some))),
+        ))
+    };
+    let first = vec![
+        list(vec![vec![-4_000_000_000_000, 5, 9_000_000_000], vec![7]]),
+        counts(vec![vec![3, 1_000_000, 2], vec![4]]),
+    ];
+    let second = vec![
+        list(vec![vec![5, 6], vec![7, 8_000_000_000_000]]),
+        counts(vec![vec![10, 500_000], vec![1, 6]]),
+    ];
+    let expand = |pairs: &[(i64, u64)]| -> Vec<i64> {
+        pairs
+            .iter()
+            .flat_map(|&(v, n)| std::iter::repeat_n(v, n as usize))
+            .collect()
+    };
+    let group0 = expand(&[
+        (-4_000_000_000_000, 3),
+        (5, 1_000_010),
+        (9_000_000_000, 2),
+        (6, 500_000),
+    ]);
+    let group1 = expand(&[(7, 5), (8_000_000_000_000, 6)]);
+    for p in [1, 50, 67, 99, 100] {
+        let mut fin = NearestRankGroupsAccumulator::<Int64Type>::new(p, DataType::Int64);
+        fin.merge_batch(&first, &[0, 1], 2)?;
+        fin.merge_batch(&second, &[0, 1], 2)?;
+        assert!(
+            fin.dense_layout(2).is_none(),
+            "the range is too wide to count densely"
+        );
+        let want = vec![oracle(&group0, p, i64::cmp), oracle(&group1, p, i64::cmp)];
+        // Through a state: the runs come out merged and sorted, still counted.
+        let state = fin.state(EmitTo::All)?;
+        assert_eq!(state.get(1).map(|c| c.null_count()), Some(0));
+        let values = state.first().and_then(|v| v.as_list_opt::<i32>());
+        assert_eq!(
+            values.map(|v| v.value(0).len()),
+            Some(4),
+            "equal values merged"
+        );
+        let mut again = NearestRankGroupsAccumulator::<Int64Type>::new(p, DataType::Int64);
+        again.merge_batch(&state, &[0, 1], 2)?;
+        let out = again.evaluate(EmitTo::All)?;
+        let got: Vec<Option<i64>> = out.as_primitive::<Int64Type>().iter().collect();
+        assert_eq!(got, want, "p{p}");
     }
     Ok(())
 }
