@@ -138,6 +138,22 @@ struct Buckets<N> {
     values: Vec<N>,
 }
 
+impl<N> Buckets<N> {
+    /// Calls `f` with each group's values, in group order.
+    fn for_each_group(mut self, mut f: impl FnMut(&mut [N])) -> Result<()> {
+        for window in self.offsets.windows(2) {
+            let (Some(&start), Some(&end)) = (window.first(), window.last()) else {
+                return internal_err!("{PERCENTILE_NEAREST_RANK}: malformed buckets");
+            };
+            let Some(values) = self.values.get_mut(start..end) else {
+                return internal_err!("{PERCENTILE_NEAREST_RANK}: bucket out of range");
+            };
+            f(values);
+        }
+        Ok(())
+    }
+}
+
 /// Counts by group and value: group `i`'s count of value `lo + j` is `cells[i * width + j]`.
 struct Histogram {
     lo: i64,
@@ -616,28 +632,14 @@ where
             return Ok(Arc::new(out.finish()));
         }
         if self.only_runs() {
-            let buckets = self.take_runs(emit_to, n)?;
-            for window in buckets.offsets.windows(2) {
-                let (Some(&start), Some(&end)) = (window.first(), window.last()) else {
-                    return internal_err!("{PERCENTILE_NEAREST_RANK}: malformed buckets");
-                };
-                let Some(runs) = buckets.values.get(start..end) else {
-                    return internal_err!("{PERCENTILE_NEAREST_RANK}: bucket out of range");
-                };
-                out.append_option(runs_rank::<T>(runs, self.p));
-            }
+            let p = self.p;
+            self.take_runs(emit_to, n)?
+                .for_each_group(|runs| out.append_option(runs_rank::<T>(runs, p)))?;
             return Ok(Arc::new(out.finish()));
         }
-        let mut buckets = self.take_buckets(emit_to, n)?;
-        for window in buckets.offsets.windows(2) {
-            let (Some(&start), Some(&end)) = (window.first(), window.last()) else {
-                return internal_err!("{PERCENTILE_NEAREST_RANK}: malformed buckets");
-            };
-            let Some(slice) = buckets.values.get_mut(start..end) else {
-                return internal_err!("{PERCENTILE_NEAREST_RANK}: bucket out of range");
-            };
-            out.append_option(select::<T>(slice, self.p));
-        }
+        let p = self.p;
+        self.take_buckets(emit_to, n)?
+            .for_each_group(|values| out.append_option(select::<T>(values, p)))?;
         Ok(Arc::new(out.finish()))
     }
 
