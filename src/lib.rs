@@ -25,6 +25,9 @@ pub mod location;
 #[cfg(feature = "engine")]
 mod lower;
 pub mod output;
+pub mod prices;
+#[cfg(feature = "engine")]
+pub mod report;
 pub mod scope;
 #[cfg(feature = "engine")]
 pub mod server;
@@ -35,7 +38,7 @@ pub mod tokens;
 pub use api::{Attachment, QueryResult};
 pub use api::{
     Caller, Caps, Completion, Error, Options, Quarry, QueryStream, ReaderScope, Refusal,
-    ResultMeta, Scope, Semantics, Source, SourceChoice, block_on,
+    ResultMeta, Scope, Semantics, Source, SourceChoice, UnpricedModel, block_on,
 };
 /// Arrow, as the API's record batches and schemas use it.
 #[cfg(feature = "engine")]

@@ -6,6 +6,8 @@ mod accounting;
 mod bad_input;
 mod catalog;
 #[cfg(feature = "engine")]
+mod cost;
+#[cfg(feature = "engine")]
 mod differential;
 mod docs;
 #[cfg(feature = "engine")]

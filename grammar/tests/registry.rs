@@ -206,7 +206,7 @@ fn registry_columns_exist_in_the_declared_tables() {
         let name = unit_def(unit).table;
         table(name)
             .unwrap_or_else(|| panic!("{name} is not declared"))
-            .column(column)
+            .query_column(column)
             .map(|c| c.ty)
     };
     for u in UNITS {

@@ -165,12 +165,29 @@ pub struct Table {
     /// the file holding the session is re-ingested. `blocks_fts` is kept in step with `blocks`
     /// by the ingest itself, so it is `false` here.
     pub replaced_per_session: bool,
+    /// Columns the engine computes when a query reads them, after the stored ones: the cost
+    /// columns, priced from the price table in force for that run. They are not in the archive
+    /// or in a snapshot, so a new price table changes answers without rewriting either.
+    pub computed: &'static [Column],
 }
 
 impl Table {
-    /// The column called `name`.
+    /// The stored column called `name`.
     pub fn column(&self, name: &str) -> Option<&'static Column> {
         self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// The stored or computed column called `name`: every column a query can read.
+    pub fn query_column(&self, name: &str) -> Option<&'static Column> {
+        self.column(name)
+            .or_else(|| self.computed.iter().find(|c| c.name == name))
+    }
+
+    /// The names of every column a query can read: the stored ones in declaration order, then
+    /// the computed ones.
+    pub fn query_column_names(&self) -> impl Iterator<Item = &'static str> + use<> {
+        let (columns, computed) = (self.columns, self.computed);
+        columns.iter().chain(computed).map(|c| c.name)
     }
 
     /// Column names in declaration order.

@@ -14,7 +14,11 @@ const END: &str = "<!-- end generated -->";
 /// when it may be NULL) and its meaning (admin-only, masked and identity columns say so). Ends with a newline.
 pub fn markdown_columns(table: &Table) -> String {
     let mut out = String::from("| column | type | meaning |\n|---|---|---|\n");
-    for c in table.columns {
+    let computed = table
+        .computed
+        .iter()
+        .map(|c| (c, " (computed at query time)"));
+    for (c, note) in table.columns.iter().map(|c| (c, "")).chain(computed) {
         let nullable = if c.nullable { ", nullable" } else { "" };
         let admin = match c.visibility {
             Visibility::AdminOnly if table.visibility == Visibility::Public => {
@@ -25,12 +29,13 @@ pub fn markdown_columns(table: &Table) -> String {
             _ => "",
         };
         out.push_str(&format!(
-            "| {} | {}{} | {}{} |\n",
+            "| {} | {}{} | {}{}{} |\n",
             c.name,
             c.ty.name(),
             nullable,
             c.doc.replace('|', "\\|"),
-            admin
+            admin,
+            note
         ));
     }
     out

@@ -243,6 +243,7 @@ const SESSIONS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: SESSION_COST,
 };
 
 const MESSAGES: Table = Table {
@@ -316,6 +317,7 @@ const MESSAGES: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const BLOCKS: Table = Table {
@@ -369,6 +371,7 @@ const BLOCKS: Table = Table {
     fulltext: &["text", "tool_name", "tool_command", "tool_path"],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const ACTIONS: Table = Table {
@@ -423,6 +426,7 @@ const ACTIONS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const FILES: Table = Table {
@@ -451,6 +455,7 @@ const FILES: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const ASSERTIONS: Table = Table {
@@ -490,6 +495,7 @@ const ASSERTIONS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: false,
+    computed: &[],
 };
 
 const RUNS: Table = Table {
@@ -524,6 +530,7 @@ const RUNS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const OBSERVED_EVENTS: Table = Table {
@@ -565,6 +572,7 @@ const OBSERVED_EVENTS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const CONTEXT_SNAPSHOTS: Table = Table {
@@ -596,6 +604,7 @@ const CONTEXT_SNAPSHOTS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const DELEGATIONS: Table = Table {
@@ -656,6 +665,7 @@ const DELEGATIONS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const EVENTS_SESSION_ID: Column = req("session_id", Text, "the session");
@@ -699,6 +709,7 @@ const EVENTS: Table = Table {
     visibility: Public,
     // Its rows are `events_raw`'s.
     replaced_per_session: false,
+    computed: &[],
 };
 
 const EVENTS_RAW: Table = Table {
@@ -722,6 +733,7 @@ const EVENTS_RAW: Table = Table {
     fulltext: &[],
     visibility: AdminOnly,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const TURNS: Table = Table {
@@ -746,7 +758,42 @@ const TURNS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
+    computed: &[],
 };
+
+const USAGE_COST: &[Column] = &[
+    opt(
+        "cost_usd",
+        Real,
+        "estimated cost in USD: the token counts priced at the rates in force at `occurred_at_ms` for `model` (see docs/cost.md); NULL when the price table has no price for the model then; 0 for a response with no tokens",
+    ),
+    opt(
+        "input_cost_usd",
+        Real,
+        "the part of `cost_usd` for uncached input",
+    ),
+    opt(
+        "output_cost_usd",
+        Real,
+        "the part of `cost_usd` for output (reasoning included)",
+    ),
+    opt(
+        "cache_read_cost_usd",
+        Real,
+        "the part of `cost_usd` for prompt-cache reads",
+    ),
+    opt(
+        "cache_write_cost_usd",
+        Real,
+        "the part of `cost_usd` for prompt-cache writes, 5-minute and 1-hour writes each at its own rate",
+    ),
+];
+
+const SESSION_COST: &[Column] = &[opt(
+    "cost_usd",
+    Real,
+    "estimated cost in USD: the sum of `usage.cost_usd` over the responses the session owns; NULL when one of them has no price, 0 when it owns none",
+)];
 
 const USAGE: Table = Table {
     name: "usage",
@@ -824,6 +871,7 @@ const USAGE: Table = Table {
     visibility: Public,
     // Resolved across files from `usage_records`, not replaced with one session's rows.
     replaced_per_session: false,
+    computed: USAGE_COST,
 };
 
 const USAGE_RECORDS: Table = Table {
@@ -869,6 +917,7 @@ const USAGE_RECORDS: Table = Table {
     fulltext: &[],
     visibility: AdminOnly,
     replaced_per_session: true,
+    computed: &[],
 };
 
 const META: Table = Table {
@@ -890,6 +939,7 @@ const META: Table = Table {
     fulltext: &[],
     visibility: AdminOnly,
     replaced_per_session: false,
+    computed: &[],
 };
 
 const SNAPSHOT_CHANGES: Table = Table {
@@ -911,6 +961,7 @@ const SNAPSHOT_CHANGES: Table = Table {
     fulltext: &[],
     visibility: AdminOnly,
     replaced_per_session: false,
+    computed: &[],
 };
 
 const SOURCE_FILES: Table = Table {
@@ -948,6 +999,7 @@ const SOURCE_FILES: Table = Table {
     fulltext: &[],
     visibility: AdminOnly,
     replaced_per_session: false,
+    computed: &[],
 };
 
 const BLOCKS_FTS: Table = Table {
@@ -972,4 +1024,5 @@ const BLOCKS_FTS: Table = Table {
     fulltext: &["text", "tool_name", "tool_command", "tool_path"],
     visibility: AdminOnly,
     replaced_per_session: false,
+    computed: &[],
 };

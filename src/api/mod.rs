@@ -59,6 +59,9 @@ pub struct Options {
     pub caller: Caller,
     /// The audit file; `None`: `<archive stem>.audit.db` beside the archive.
     pub audit_file: Option<PathBuf>,
+    /// The price table costs are computed with (TOML, the layout of `data/prices.toml`);
+    /// `None`: the table compiled in.
+    pub prices: Option<PathBuf>,
 }
 
 impl Options {
@@ -73,6 +76,7 @@ impl Options {
             scope: Scope::default(),
             caller: Caller::default(),
             audit_file: None,
+            prices: None,
         }
     }
 }
@@ -150,6 +154,18 @@ pub struct ResultMeta {
     pub aggregate: bool,
 }
 
+/// Responses of one model a query left without a cost (`usage.cost_usd` NULL), and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnpricedModel {
+    /// The model as `usage.model` holds it (`(none)` when NULL).
+    pub model: String,
+    /// Why: `no price` for the model at that time, or `no <kind> price` for one kind of its
+    /// tokens.
+    pub reason: String,
+    /// Distinct responses.
+    pub responses: u64,
+}
+
 /// What is known of an answer once its stream has ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Completion {
@@ -217,6 +233,18 @@ impl Quarry {
     #[cfg(feature = "engine")]
     pub(crate) fn engine(&self) -> &crate::engine::Engine {
         &self.engine
+    }
+
+    /// The responses this session's queries have left without a cost (`cost_usd` NULL) since
+    /// the last call, by model, most first; the tally then starts again. With several queries
+    /// running at once it is theirs together.
+    pub fn take_unpriced(&self) -> Vec<UnpricedModel> {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.take_unpriced()
+        }
+        #[cfg(not(feature = "engine"))]
+        match self.never {}
     }
 
     /// The storage this session reads (decided when it was opened).

@@ -3,6 +3,10 @@
 
 mod complete;
 mod explain;
+mod prices;
+mod report;
+#[cfg(feature = "engine")]
+mod report_render;
 mod serve;
 mod storage;
 mod tables;
@@ -75,6 +79,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub scopes: Option<PathBuf>,
 
+    /// The price table costs are computed with for this run (TOML in the layout of
+    /// data/prices.toml; default: the table compiled in, see `quarry prices`).
+    #[arg(long, global = true, value_name = "FILE", env = "QUARRY_PRICES")]
+    pub prices: Option<PathBuf>,
+
     /// The verb; anything else is a query (`quarry 'messages | count'` = `quarry query ...`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -99,6 +108,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--snapshot-url",
     "--scope",
     "--scopes",
+    "--prices",
     "-o",
     "--output",
 ];
@@ -239,6 +249,15 @@ pub enum Command {
     Audit,
     /// The catalog: every table with its exact row count and columns.
     Tables,
+    /// Tokens and estimated cost per day, week, month, session or 5-hour billing window
+    /// (after ingesting new transcripts from the default locations; --explain shows the query).
+    Report(report::ReportArgs),
+    /// The price table costs are computed with: per model, each period's rates, dates and
+    /// sources (MODEL: only models whose id contains it, with full sources).
+    Prices {
+        /// Part of a model id.
+        model: Option<String>,
+    },
     /// Re-derive the archive's transcript sessions from its own stored records, under this
     /// version's rules (no source files needed), and report what changed.
     Reindex,
@@ -384,7 +403,10 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         if cli.output.is_some() {
             return Err(Failure::usage("export writes to --to URL, not -o"));
         }
-    } else if !matches!(command, Command::Query { .. } | Command::Sql { .. }) {
+    } else if !matches!(
+        command,
+        Command::Query { .. } | Command::Sql { .. } | Command::Report(_)
+    ) {
         if cli.output.is_some() {
             return Err(Failure::usage(
                 "-o writes query results; for a verb's report redirect standard output",
@@ -444,6 +466,13 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Snapshot(args) => storage::run_snapshot(&cli, args),
+        Command::Report(args) => report_render_or_not(&cli, args),
+        Command::Prices { model } => {
+            let table =
+                crate::prices::PriceTable::load(cli.prices.as_deref()).map_err(Failure::usage)?;
+            emit(&prices::render(&table, model.as_deref(), json));
+            Ok(())
+        }
         Command::Export(args) => storage::run_export(&cli, args),
         Command::Reindex => {
             let archive = open_archive(cli.archive)?;
@@ -559,6 +588,18 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
     }
 }
 
+/// `quarry report` in this build.
+fn report_render_or_not(cli: &Cli, args: report::ReportArgs) -> Result<(), Failure> {
+    #[cfg(feature = "engine")]
+    {
+        report_render::run_report(cli, args)
+    }
+    #[cfg(not(feature = "engine"))]
+    {
+        report::run_report(cli, args)
+    }
+}
+
 /// The verb's name when only the admin scope may run it: everything that writes the archive,
 /// copies it whole, or reports on all of it.
 fn admin_only_verb(command: &Command) -> Option<&'static str> {
@@ -593,6 +634,7 @@ fn options(cli: &Cli) -> Result<Options, Failure> {
         })?;
     }
     options.snapshot_url = cli.snapshot_url.clone();
+    options.prices = cli.prices.clone();
     options.scope = scope_of(cli)?;
     options.caller = crate::Caller {
         who: os_user(),
@@ -710,9 +752,11 @@ fn run_query(query: &str, cli: &Cli, language: Language) -> Result<(), Failure> 
             _ => quarry.query(query, caps).await?,
         };
         let unit = stream.meta().unit.clone();
-        output::write(stream, format, &mut destination)
+        let written = output::write(stream, format, &mut destination)
             .await
-            .map(|completion| (unit, completion))
+            .map(|completion| (unit, completion));
+        eprint!("{}", report::unpriced_lines(&quarry.take_unpriced()));
+        written
     })
     .and_then(|written| written);
     let (unit, completion) = match written {

@@ -3,6 +3,7 @@
 //! knows [`count::CountRows`]), turning a query into a record-batch stream. Every table
 //! reference is scanned once: an aggregate's `input_rows` is counted as its input flows.
 
+mod cost;
 mod count;
 mod scope;
 pub mod source;
@@ -67,6 +68,7 @@ pub struct Engine {
     clock: Clock,
     path: PathBuf,
     chosen: source::Chosen,
+    pricing: Arc<cost::Pricing>,
     scope: Scope,
     caller: Caller,
     audit: AuditLog,
@@ -105,6 +107,10 @@ impl Engine {
         if let Scope::Reader(reader) = &options.scope {
             scope::apply(&ctx, path, reader)?;
         }
+        let prices = crate::prices::PriceTable::load(options.prices.as_deref())
+            .map_err(|e| Error::Setting(e.to_string()))?;
+        let pricing = Arc::new(cost::Pricing::new(prices));
+        cost::register(&ctx, &pricing).map_err(engine_error)?;
         let audit = AuditLog::at(
             options
                 .audit_file
@@ -116,10 +122,17 @@ impl Engine {
             clock: Clock::from_env(options.tz.as_deref()).map_err(clock_error)?,
             path: path.clone(),
             chosen,
+            pricing,
             scope: options.scope.clone(),
             caller: options.caller.clone(),
             audit,
         })
+    }
+
+    /// The responses its queries have left without a cost since the last call (see
+    /// [`cost::Pricing::take_unpriced`]).
+    pub fn take_unpriced(&self) -> Vec<crate::api::UnpricedModel> {
+        self.pricing.take_unpriced()
     }
 
     /// The scope the session was opened with.
@@ -303,7 +316,7 @@ impl Engine {
                     ty: crate::output::envelope::type_name(field.data_type()),
                     nullable: field.is_nullable(),
                     description: described
-                        .and_then(|t| t.columns.iter().find(|c| c.name == field.name()))
+                        .and_then(|t| t.query_column(field.name()))
                         .map(|c| c.doc.to_string()),
                 })
                 .collect();

@@ -279,6 +279,14 @@ fn group_expr(key: &GroupKey, clock: &Clock) -> Result<Expr, LowerError> {
     }
 }
 
+/// Whether a catalog table declares `column` as a real number (costs).
+fn is_real_column(column: &str) -> bool {
+    quarry_schema::CATALOG.iter().any(|t| {
+        t.query_column(column)
+            .is_some_and(|c| c.ty == quarry_schema::ColumnType::Real)
+    })
+}
+
 fn metric_expr(metric: &Metric) -> Result<Expr, LowerError> {
     let value = || -> Result<Expr, LowerError> {
         let c = metric
@@ -289,8 +297,20 @@ fn metric_expr(metric: &Metric) -> Result<Expr, LowerError> {
     };
     let numeric = || -> Result<Expr, LowerError> { Ok(cast(value()?, DataType::Float64)) };
     let counted = || -> Result<Expr, LowerError> {
-        // Booleans count as 0/1 in sum and avg.
-        Ok(cast(value()?, DataType::Int64))
+        // Booleans count as 0/1 in sum and avg; real numbers (costs) stay real.
+        let real = metric
+            .column
+            .as_ref()
+            .and_then(|c| c.source.column())
+            .is_some_and(is_real_column);
+        Ok(cast(
+            value()?,
+            if real {
+                DataType::Float64
+            } else {
+                DataType::Int64
+            },
+        ))
     };
     let expr = match metric.function {
         AggFunction::Count => count(lit(1i64)),

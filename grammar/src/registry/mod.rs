@@ -288,14 +288,15 @@ impl Unit {
         names
     }
 
-    /// Whether `column` is a column of the unit's table.
+    /// Whether `column` is a column of the unit's table (stored or computed).
     pub fn has_column(&self, column: &str) -> bool {
-        self.schema.column(column).is_some()
+        self.schema.query_column(column).is_some()
     }
 
-    /// Every column of the unit's table, in declaration order.
+    /// Every column of the unit's table: the stored ones in declaration order, then the
+    /// computed ones.
     pub fn columns(&self) -> Vec<&'static str> {
-        self.schema.column_names().collect()
+        self.schema.query_column_names().collect()
     }
 }
 

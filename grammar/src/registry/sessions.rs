@@ -77,6 +77,7 @@ const SESSION_FIELDS: &[Field] = &[
     Field::new("output_tokens", K::Count, col("output_tokens"), "output tokens (including reasoning)", "output_tokens >= 1000"),
     Field::new("cache_read_tokens", K::Count, col("cache_read_tokens"), "tokens read from the prompt cache", "cache_read_tokens >= 1000"),
     Field::new("cache_write_tokens", K::Count, col("cache_write_tokens"), "tokens written to the prompt cache", "cache_write_tokens >= 1000"),
+    Field::new("cost_usd", K::Number, col("cost_usd"), "estimated cost in USD: the sum over its usage at the prices in force then (NULL when a response has no price)", "cost_usd >= 1.5"),
     Field::new("reported_cost_usd", K::Number, col("reported_cost_usd"), "cost in USD, only when the source reports one", "reported_cost_usd >= 1.5"),
     Field::new("source_path", K::Path, col("source_path"), "the transcript file the session was read from", "source_path:projects/acme"),
     Field::new("near", K::Semantic, Source::Lane, "vector similarity to a text or a session (near:\"text\", near:text:X, near:id:SESSION); needs embeddings", "near:\"semantic search\""),

@@ -42,7 +42,7 @@ impl Resolver<'_> {
                     // `session_id`) can be selected, grouped by, sorted by and counted
                     // distinct; metrics need a field's kind.
                     if purpose != Purpose::Metric
-                        && let Some(column) = unit.schema.column(&fref.name)
+                        && let Some(column) = unit.schema.query_column(&fref.name)
                     {
                         let column = column.name;
                         return Some(ColumnRef {
