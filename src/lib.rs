@@ -26,7 +26,6 @@ pub mod location;
 mod lower;
 pub mod output;
 pub mod prices;
-#[cfg(feature = "engine")]
 pub mod report;
 pub mod scope;
 #[cfg(feature = "engine")]

@@ -135,11 +135,19 @@ fn catalog_listing_is_the_declared_catalog() {
     let catalog: Vec<&str> = quarry_schema::CATALOG.iter().map(|t| t.name).collect();
     assert_eq!(names, catalog);
     for t in &tables {
-        let pragma: Vec<(String, String)> = pragma_columns(archive.conn(), t.name)
+        // The stored columns as SQLite declares them, then those the engine computes.
+        let mut expected: Vec<(String, String)> = pragma_columns(archive.conn(), t.name)
             .into_iter()
             .map(|(n, ty, _, _)| (n, ty))
             .collect();
-        assert_eq!(t.columns, pragma, "{}", t.name);
+        let declared = quarry_schema::table(t.name).unwrap();
+        expected.extend(
+            declared
+                .computed
+                .iter()
+                .map(|c| (c.name.to_string(), c.ty.sql_type().to_string())),
+        );
+        assert_eq!(t.columns, expected, "{}", t.name);
     }
 }
 

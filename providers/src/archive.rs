@@ -168,9 +168,11 @@ impl Archive {
                     [],
                     |r| r.get(0),
                 )?;
+                // The stored columns, then those the engine computes (costs).
                 let columns = table
                     .columns
                     .iter()
+                    .chain(table.computed)
                     .map(|c| (c.name.to_string(), c.ty.sql_type().to_string()))
                     .collect();
                 Ok(TableInfo {

@@ -5,8 +5,6 @@ mod complete;
 mod explain;
 mod prices;
 mod report;
-#[cfg(feature = "engine")]
-mod report_render;
 mod serve;
 mod storage;
 mod tables;
@@ -448,6 +446,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
                 progress: !no_progress && !json,
                 machine: machine.or_else(host_name),
                 replace,
+                quick_check: false,
             };
             let summary = ingest(&mut archive, &options).map_err(|e| match e {
                 crate::ingest::IngestError::MissingPath(_)
@@ -466,7 +465,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Snapshot(args) => storage::run_snapshot(&cli, args),
-        Command::Report(args) => report_render_or_not(&cli, args),
+        Command::Report(args) => report::run_report(&cli, args),
         Command::Prices { model } => {
             let table =
                 crate::prices::PriceTable::load(cli.prices.as_deref()).map_err(Failure::usage)?;
@@ -585,18 +584,6 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-    }
-}
-
-/// `quarry report` in this build.
-fn report_render_or_not(cli: &Cli, args: report::ReportArgs) -> Result<(), Failure> {
-    #[cfg(feature = "engine")]
-    {
-        report_render::run_report(cli, args)
-    }
-    #[cfg(not(feature = "engine"))]
-    {
-        report::run_report(cli, args)
     }
 }
 

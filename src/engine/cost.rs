@@ -17,17 +17,19 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Builder, StringArray};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Float64Builder, RecordBatch, StringArray,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::{DataFusionError, Result, internal_err};
-use datafusion::datasource::{TableProvider, TableType, ViewTable, provider_as_source};
+use datafusion::datasource::{MemTable, TableProvider, TableType, ViewTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::logical_expr::{
     ColumnarValue, Expr, JoinType, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF,
     ScalarUDFImpl, Signature, TableProviderFilterPushDown, Volatility, cast, col, lit, when,
 };
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::SessionContext;
 
 use crate::api::UnpricedModel;
@@ -317,6 +319,25 @@ impl SessionsWithCost {
     }
 }
 
+/// The distinct `session_id`s of `batches`, as literals.
+fn session_ids(batches: &[RecordBatch]) -> Result<Vec<Expr>> {
+    let mut ids = std::collections::BTreeSet::new();
+    for batch in batches {
+        let column = batch
+            .column_by_name("session_id")
+            .ok_or_else(|| DataFusionError::Internal("sessions has no session_id column".into()))?;
+        let column = datafusion::arrow::compute::cast(column, &DataType::Utf8)?;
+        ids.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::to_string),
+        );
+    }
+    Ok(ids.into_iter().map(lit).collect())
+}
+
 /// Whether `expr` reads `cost_usd`.
 fn reads_cost(expr: &Expr) -> bool {
     expr.column_refs().iter().any(|c| c.name == "cost_usd")
@@ -363,25 +384,35 @@ impl TableProvider for SessionsWithCost {
         if projection.is_some_and(|p| !p.contains(&cost)) {
             return self.stored.scan(state, projection, filters, limit).await;
         }
-        let mut sessions = LogicalPlanBuilder::scan(
-            "sessions",
-            provider_as_source(Arc::clone(&self.stored)),
-            None,
-        )?;
+        let stored = provider_as_source(Arc::clone(&self.stored));
+        let mut sessions = LogicalPlanBuilder::scan("sessions", stored, None)?;
         for f in filters {
             sessions = sessions.filter(f.clone())?;
         }
-        let costs =
-            LogicalPlanBuilder::scan("usage", provider_as_source(Arc::clone(&self.usage)), None)?
-                .aggregate(
-                    vec![col("session_id").alias("cost_session_id")],
-                    vec![
-                        sum(col("cost_usd")).alias("cost_sum"),
-                        count(col("cost_usd")).alias("cost_priced"),
-                        count(lit(1)).alias("cost_rows"),
-                    ],
-                )?
-                .build()?;
+        let mut usage =
+            LogicalPlanBuilder::scan("usage", provider_as_source(Arc::clone(&self.usage)), None)?;
+        if let Some(n) = limit {
+            // A few sessions (`sessions | limit 5`): read them first, then price only their
+            // usage, not the whole archive's.
+            let plan = sessions.limit(0, Some(n))?.build()?;
+            let rows = state.create_physical_plan(&plan).await?;
+            let batches = collect(rows, state.task_ctx()).await?;
+            let ids = session_ids(&batches)?;
+            let read = MemTable::try_new(self.stored.schema(), vec![batches])?;
+            sessions =
+                LogicalPlanBuilder::scan("sessions", provider_as_source(Arc::new(read)), None)?;
+            usage = usage.filter(col("session_id").in_list(ids, false))?;
+        }
+        let costs = usage
+            .aggregate(
+                vec![col("session_id").alias("cost_session_id")],
+                vec![
+                    sum(col("cost_usd")).alias("cost_sum"),
+                    count(col("cost_usd")).alias("cost_priced"),
+                    count(lit(1)).alias("cost_rows"),
+                ],
+            )?
+            .build()?;
         // No usage: nothing billed, 0. A response without a price: unknown, NULL.
         let session_cost = when(col("cost_rows").is_null(), lit(0.0_f64))
             .when(col("cost_priced").eq(col("cost_rows")), col("cost_sum"))

@@ -52,6 +52,11 @@ pub struct IngestOptions {
     /// Files whose archived sessions may be replaced although the file was rewritten (not
     /// merely appended to): `quarry ingest --replace PATH`.
     pub replace: Vec<PathBuf>,
+    /// Take a file as unchanged, without reading it, when its size is the archived size and it
+    /// was last modified before it was archived (the "quick check" of rsync). An append always
+    /// changes the size; only a rewrite to the same size that also keeps an older modification
+    /// time goes unseen. `quarry report`'s refresh uses it; `quarry ingest` reads every file.
+    pub quick_check: bool,
 }
 
 /// Failures that stop an ingest before it starts.
@@ -129,6 +134,7 @@ pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary,
         owner: options.owner.clone(),
         machine: options.machine.clone(),
         replace: options.replace.iter().map(|p| canonical_name(p)).collect(),
+        quick_check: options.quick_check,
     };
     let (sender, receiver) = mpsc::sync_channel::<Work>(2);
     let parser = std::thread::spawn(move || parse_all(candidates, &archive_path, &context, sender));
@@ -218,6 +224,8 @@ struct FileContext {
     machine: Option<String>,
     /// Canonical names of the files `--replace` lets a rewrite replace.
     replace: Vec<String>,
+    /// [`IngestOptions::quick_check`].
+    quick_check: bool,
 }
 
 /// A session id some file of this run (or the archive) already holds: that file and its size.
@@ -271,6 +279,16 @@ fn prepare_file(
     claimed: &mut HashMap<String, Claim>,
 ) -> Work {
     let name = canonical_name(path);
+    if context.quick_check
+        && let Some(size) = conn.and_then(|c| store::unchanged_by_stat(c, &name, path))
+    {
+        return Work::Skip {
+            bytes: size,
+            state: Some(FileState::Unchanged),
+            diagnostics: Vec::new(),
+            unsupported: false,
+        };
+    }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {

@@ -89,6 +89,27 @@ pub fn file_state(
     })
 }
 
+/// The file's size when its size is the archived size and it was last modified more than two
+/// seconds before it was archived (so a write racing the ingest that archived it is not taken
+/// for the archived content); `None` otherwise, or when it is not archived.
+pub fn unchanged_by_stat(conn: &Connection, name: &str, path: &std::path::Path) -> Option<u64> {
+    let (size, archived_at): (i64, i64) = conn
+        .prepare_cached("SELECT size, ingested_at_ms FROM source_files WHERE path = ?1")
+        .ok()?
+        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .ok()?;
+    let meta = std::fs::metadata(path).ok()?;
+    let modified = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_millis();
+    let modified = i64::try_from(modified).ok()?;
+    (meta.len() == u64::try_from(size).ok()? && modified < archived_at - 2_000)
+        .then_some(meta.len())
+}
+
 /// The source file that holds a session id, with that file's archived size.
 pub fn session_source(
     conn: &Connection,

@@ -9,8 +9,8 @@
 
 use chrono::DateTime;
 
-use super::{Kind, Request, Sums, usage_rows};
-use crate::api::{Caps, Error, Quarry};
+use super::{Kind, Request, Sums};
+use crate::api::{Error, Quarry};
 
 /// The length of a window.
 pub const WINDOW_MS: i64 = 5 * 60 * 60 * 1000;
@@ -101,8 +101,7 @@ pub async fn run(quarry: &Quarry, request: &Request, now_ms: i64) -> Result<Bloc
         ..request.clone()
     };
     let query = request.query();
-    let result = quarry.query_collect(&query, Caps::default()).await?;
-    let entries = usage_rows(&result.batches)?;
+    let entries = super::usage_entries(quarry, &query).await?;
     let blocks = group(&entries, now_ms);
     let mut totals = Sums::default();
     for b in &blocks {
