@@ -64,3 +64,26 @@ fi
 
 # 5. The comparison.
 python3 "$here/ccusage_compare.py" compare "$tmp/ccusage.json" "$tmp/quarry.json" "${via[@]}"
+
+# 6. The cost report: quarry's `report daily --by model` against ccusage's `daily --breakdown`,
+#    per day and model (benches/report_diff.py; docs/cost.md says why they may differ).
+HOME=$home XDG_CONFIG_HOME=$home/.config XDG_DATA_HOME=$home/.local/share \
+  XDG_CACHE_HOME=$home/.cache TZ=UTC \
+  CLAUDE_CONFIG_DIR=$home/claude CODEX_HOME=$home/codex NO_COLOR=1 \
+  "$ccusage" daily --json --offline --timezone UTC --breakdown > "$tmp/ccusage-cost.json"
+if "$quarry" --archive "$archive" --tz UTC --format json report daily --by model --no-refresh \
+  > "$tmp/quarry-cost.json" 2>> "$tmp/quarry.err"; then
+  echo
+  echo "cost per day and model: quarry report daily against ccusage daily"
+  python3 - "$here" "$tmp/quarry-cost.json" "$tmp/ccusage-cost.json" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import report_diff
+ours = report_diff.quarry_rows(json.load(open(sys.argv[2])))
+theirs = report_diff.ccusage_rows(json.load(open(sys.argv[3])))
+for line in report_diff.diff(ours, theirs):
+    print(f"  {line}")
+PY
+else
+  echo "this quarry has no report verb; the cost comparison is skipped" >&2
+fi

@@ -12,6 +12,29 @@ from __future__ import annotations
 KINDS = ["input", "output", "cache_read", "cache_write"]
 
 
+def ccusage_rows(report: dict):
+    """(day, model, input, output, cache read, cache write, cost) rows from `daily --json
+    --breakdown`."""
+    rows = []
+    for day in report.get("daily", []):
+        breakdowns = day.get("modelBreakdowns")
+        if breakdowns is None:
+            breakdowns = [b for a in day.get("agents", []) for b in a.get("modelBreakdowns", [])]
+        for b in breakdowns:
+            rows.append(
+                [
+                    day.get("period") or day.get("date"),
+                    b["modelName"],
+                    int(b.get("inputTokens") or 0),
+                    int(b.get("outputTokens") or 0),
+                    int(b.get("cacheReadTokens") or 0),
+                    int(b.get("cacheCreationTokens") or 0),
+                    float(b.get("cost") or 0.0),
+                ]
+            )
+    return rows
+
+
 def quarry_rows(report: dict):
     """(day, model, input, output, cache read, cache write, cost or None) from quarry's report."""
     return [

@@ -337,6 +337,38 @@ fn a_price_change_prices_each_side_at_its_own_rate_and_no_price_is_null_with_a_n
     let rows = sessions["rows"].as_array().unwrap();
     assert_eq!(rows[0][1].as_f64(), Some(4.5));
     assert_eq!(rows[1][1].as_f64(), None);
+    // A scan that reads a few sessions prices only their usage, with the same answer.
+    let few = quarry_json(&[
+        "--archive",
+        a,
+        "--prices",
+        p,
+        "--format",
+        "json",
+        "sessions | limit 2 | select session_id, cost_usd",
+    ]);
+    let mut costs: Vec<Option<f64>> = few["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_f64())
+        .collect();
+    costs.sort_by(|x, y| x.partial_cmp(y).unwrap());
+    assert_eq!(costs, [None, Some(4.5)]);
+    // The note counts the responses of the sessions read, not the archive's.
+    let out = quarry(&[
+        "--archive",
+        a,
+        "--format",
+        "json",
+        &format!("sessions where session:claude-code-session:{SESSION_A} | select cost_usd"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no price for model claude-test-1: 2 responses"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("claude-nobody-9"), "{stderr}");
     // Without --prices the bundled table knows neither model: the answers change.
     let out = quarry(&["--archive", a, "--format", "json", query]);
     let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -498,6 +530,23 @@ fn report_daily_puts_responses_near_midnight_on_the_days_of_the_zone_across_dayl
         text.contains("1,111") && text.contains("Total") && text.contains("$0.00"),
         "{text}"
     );
+    // CSV keeps the report's column order, keys first.
+    let out = quarry(&[
+        "--archive",
+        a,
+        "--tz",
+        "UTC",
+        "--format",
+        "csv",
+        "report",
+        "daily",
+        "--no-refresh",
+    ]);
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        csv.starts_with("period,responses,input_tokens,output_tokens,cache_write_tokens,cache_read_tokens,total_tokens,cost_usd\n2026-03-08,1,1,1,"),
+        "{csv}"
+    );
     // --explain shows the query of the language, which runs as it is.
     let out = quarry(&["report", "weekly", "--by", "model", "--explain"]);
     let query = String::from_utf8_lossy(&out.stdout).trim().to_string();
@@ -587,6 +636,22 @@ fn a_report_first_reads_new_and_changed_transcripts_from_the_default_locations()
         1_000_000,
     );
     std::fs::write(&file, format!("{first}\n{second}\n")).unwrap();
+    // A reader scope may not write the archive: its report does not read the change.
+    std::fs::write(
+        dir.path().join("scopes.toml"),
+        "[scope.reader]\nsessions = \"repo:cost\"\n",
+    )
+    .unwrap();
+    let out = quarry_env(
+        &["--archive", a, "--scope", "reader", "report", "daily"],
+        &env,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("without refreshing it") && !stderr.contains("refreshed"),
+        "{stderr}"
+    );
     let (stale, _) = run(&[&args[..], &["--no-refresh"]].concat());
     assert_eq!(stale["rows"].as_array().unwrap().len(), 1);
     let (fresh, _) = run(&args);

@@ -147,7 +147,12 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
     }
     let format = cli.format();
     if !args.no_refresh {
-        refresh(cli)?;
+        if super::scope_of(cli)?.is_admin() {
+            refresh(cli)?;
+        } else {
+            // Reading transcripts into the archive is the admin scope's (`quarry ingest`).
+            eprintln!("note: a reader scope reports the archive as it is, without refreshing it");
+        }
     }
     if cli.output.is_some() || matches!(format, Format::Arrow | Format::Parquet | Format::SqlJson) {
         if kind == Kind::Blocks {
@@ -231,48 +236,59 @@ fn grid(
     table
 }
 
-/// A flat record per row for CSV and NDJSON.
-fn flat(
-    keys: &[(String, serde_json::Value)],
-    s: &Sums,
-) -> serde_json::Map<String, serde_json::Value> {
-    let mut m = serde_json::Map::new();
-    for (k, v) in keys {
-        m.insert(k.clone(), v.clone());
-    }
-    m.insert("responses".into(), s.responses.into());
-    m.insert("input_tokens".into(), s.input_tokens.into());
-    m.insert("output_tokens".into(), s.output_tokens.into());
-    m.insert("cache_write_tokens".into(), s.cache_write_tokens.into());
-    m.insert("cache_read_tokens".into(), s.cache_read_tokens.into());
-    m.insert("total_tokens".into(), s.total_tokens().into());
-    m.insert("cost_usd".into(), s.cost_usd.into());
-    m
+/// A flat record per row (JSON, CSV and NDJSON), its columns in order: the keys, then the sums.
+type Record = Vec<(String, serde_json::Value)>;
+
+fn flat(keys: &[(String, serde_json::Value)], s: &Sums) -> Record {
+    let mut record: Record = keys.to_vec();
+    record.extend([
+        ("responses".to_string(), s.responses.into()),
+        ("input_tokens".to_string(), s.input_tokens.into()),
+        ("output_tokens".to_string(), s.output_tokens.into()),
+        (
+            "cache_write_tokens".to_string(),
+            s.cache_write_tokens.into(),
+        ),
+        ("cache_read_tokens".to_string(), s.cache_read_tokens.into()),
+        ("total_tokens".to_string(), s.total_tokens().into()),
+        ("cost_usd".to_string(), s.cost_usd.into()),
+    ]);
+    record
 }
 
-/// Writes `rows` of flat records as `format` (json, yaml, csv or ndjson).
+/// `record` as a JSON object.
+fn object(record: &Record) -> serde_json::Value {
+    serde_json::Value::Object(record.iter().cloned().collect())
+}
+
+/// Writes a report as `format` (json, yaml, csv or ndjson): the whole `document`, or its
+/// `records` one per line with `columns` as the CSV header.
 fn structured(
     document: serde_json::Value,
-    rows: Vec<serde_json::Map<String, serde_json::Value>>,
+    columns: &[String],
+    records: &[Record],
     format: Format,
 ) -> Result<String, Failure> {
     match format {
         Format::Json => Ok(format!("{document}\n")),
         Format::Yaml => crate::report::to_yaml(&document).map_err(Failure::runtime),
-        Format::Ndjson => Ok(rows
+        Format::Ndjson => Ok(records
             .iter()
-            .map(|r| format!("{}\n", serde_json::Value::Object(r.clone())))
+            .map(|r| {
+                let fields: Vec<String> = r
+                    .iter()
+                    .map(|(k, v)| format!("{}:{v}", serde_json::Value::from(k.as_str())))
+                    .collect();
+                format!("{{{}}}\n", fields.join(","))
+            })
             .collect()),
         Format::Csv => {
-            let mut out = String::new();
-            if let Some(first) = rows.first() {
-                out.push_str(&first.keys().cloned().collect::<Vec<_>>().join(","));
-                out.push('\n');
-            }
-            for r in &rows {
+            let mut out = columns.join(",");
+            out.push('\n');
+            for r in records {
                 let cells: Vec<String> = r
-                    .values()
-                    .map(|v| match v {
+                    .iter()
+                    .map(|(_, v)| match v {
                         serde_json::Value::Null => String::new(),
                         serde_json::Value::String(s) => csv_field(s),
                         other => other.to_string(),
@@ -290,6 +306,17 @@ fn structured(
     }
 }
 
+/// The columns of a report's records: `keys`, then the sums.
+fn columns(keys: &[String]) -> Vec<String> {
+    flat(&[], &Sums::default())
+        .into_iter()
+        .map(|(name, _)| name)
+        .fold(keys.to_vec(), |mut all, name| {
+            all.push(name);
+            all
+        })
+}
+
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -305,27 +332,28 @@ fn render(
     unpriced: &[UnpricedModel],
 ) -> Result<String, Failure> {
     if format != Format::Table {
-        let keys = |r: &crate::report::Row| -> Vec<(String, serde_json::Value)> {
-            r.keys
-                .iter()
-                .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
-                .collect()
-        };
+        let records: Vec<Record> = report
+            .rows
+            .iter()
+            .map(|r| {
+                let keys: Vec<(String, serde_json::Value)> = r
+                    .keys
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().into()))
+                    .collect();
+                flat(&keys, &r.sums)
+            })
+            .collect();
         let document = serde_json::json!({
             "report": report.report,
             "tz": zone,
             "query": report.query,
-            "rows": report.rows.iter().map(|r| serde_json::Value::Object(flat(&keys(r), &r.sums))).collect::<Vec<_>>(),
-            "totals": serde_json::Value::Object(flat(&[], &report.totals)),
+            "rows": records.iter().map(object).collect::<Vec<_>>(),
+            "totals": object(&flat(&[], &report.totals)),
             "unpriced": unpriced,
         });
-        let rows = report
-            .rows
-            .iter()
-            .map(|r| flat(&keys(r), &r.sums))
-            .collect();
         eprint!("{}", unpriced_lines(unpriced));
-        return structured(document, rows, format);
+        return structured(document, &columns(&report.key_names), &records, format);
     }
     let mut headers = report.key_names.clone();
     let numeric_from = headers.len();
@@ -372,22 +400,25 @@ fn render_blocks(
         ]
     };
     if format != Format::Table {
-        let document = serde_json::json!({
-            "report": "blocks",
-            "estimate": true,
-            "note": "5-hour windows reconstructed from the responses' timestamps; the provider does not record them",
-            "query": report.query,
-            "blocks": report.blocks.iter().map(|b| serde_json::Value::Object(flat(&keys(b), &b.sums))).collect::<Vec<_>>(),
-            "totals": serde_json::Value::Object(flat(&[], &report.totals)),
-            "unpriced": unpriced,
-        });
-        let rows = report
+        let records: Vec<Record> = report
             .blocks
             .iter()
             .map(|b| flat(&keys(b), &b.sums))
             .collect();
+        let document = serde_json::json!({
+            "report": "blocks",
+            "estimate": true,
+            "note": "5-hour windows of Claude Code's usage reconstructed from the responses' timestamps; the provider does not record them",
+            "query": report.query,
+            "blocks": records.iter().map(object).collect::<Vec<_>>(),
+            "totals": object(&flat(&[], &report.totals)),
+            "unpriced": unpriced,
+        });
         eprint!("{}", unpriced_lines(unpriced));
-        return structured(document, rows, format);
+        let names: Vec<String> = ["start", "end", "last", "active", "models"]
+            .map(String::from)
+            .to_vec();
+        return structured(document, &columns(&names), &records, format);
     }
     let mut headers: Vec<String> = vec!["window (UTC)".into(), "models".into()];
     headers.extend(SUM_HEADERS.iter().map(|h| h.to_string()));
@@ -410,7 +441,7 @@ fn render_blocks(
     totals.extend(sum_cells(&report.totals));
     let table = grid(headers, rows, totals, 2);
     Ok(format!(
-        "{table}\nblocks: 5-hour windows reconstructed from the responses' timestamps (an estimate: the provider does not record them); ACTIVE is the window in force now. --tz {zone} does not move them: they open on the UTC hour.\n{}",
+        "{table}\nblocks: 5-hour windows of Claude Code's usage reconstructed from the responses' timestamps (an estimate: the provider does not record them); ACTIVE is the window in force now. --tz {zone} does not move them: they open on the UTC hour.\n{}",
         unpriced_lines(unpriced)
     ))
 }

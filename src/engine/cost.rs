@@ -14,6 +14,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -27,7 +28,8 @@ use datafusion::datasource::{MemTable, TableProvider, TableType, ViewTable, prov
 use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::logical_expr::{
     ColumnarValue, Expr, JoinType, LogicalPlanBuilder, ScalarFunctionArgs, ScalarUDF,
-    ScalarUDFImpl, Signature, TableProviderFilterPushDown, Volatility, cast, col, lit, when,
+    ScalarUDFImpl, Signature, TableProviderFilterPushDown, Volatility, cast, col, in_subquery, lit,
+    when,
 };
 use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::SessionContext;
@@ -40,6 +42,8 @@ use crate::prices::{Cost, Missing, PriceTable, Tokens};
 pub struct Pricing {
     table: PriceTable,
     unpriced: Mutex<HashMap<(String, Missing), HashSet<u64>>>,
+    /// Numbers responses without a key, so each counts once in the tally.
+    unkeyed: AtomicU64,
 }
 
 impl Pricing {
@@ -48,6 +52,7 @@ impl Pricing {
         Pricing {
             table,
             unpriced: Mutex::new(HashMap::new()),
+            unkeyed: AtomicU64::new(0),
         }
     }
 
@@ -225,16 +230,18 @@ impl ScalarUDFImpl for CostFunction {
             out.append_option(self.part.of(&cost));
             if let Some(why) = cost.missing {
                 let shown = if model.is_null(row) { "(none)" } else { name };
-                let mut h = DefaultHasher::new();
-                if key.is_null(row) {
-                    row.hash(&mut h);
+                let id = if key.is_null(row) {
+                    // No key to recognise it by: counted each time it is priced.
+                    self.pricing.unkeyed.fetch_add(1, Ordering::Relaxed) | (1 << 63)
                 } else {
+                    let mut h = DefaultHasher::new();
                     key.value(row).hash(&mut h);
-                }
+                    h.finish() & !(1 << 63)
+                };
                 notes
                     .entry((shown.to_string(), why))
                     .or_default()
-                    .insert(h.finish());
+                    .insert(id);
             }
         }
         self.pricing.note(notes);
@@ -276,33 +283,35 @@ pub fn register(ctx: &SessionContext, pricing: &Arc<Pricing>) -> Result<()> {
             .iter()
             .map(|(part, name)| cost_expr(*part, name, pricing)),
     );
-    let plan = LogicalPlanBuilder::scan("usage", provider_as_source(usage), None)?
+    let plan = LogicalPlanBuilder::scan("usage", provider_as_source(Arc::clone(&usage)), None)?
         .project(columns)?
         .build()?;
-    let priced: Arc<dyn TableProvider> = Arc::new(ViewTable::new(plan, None));
-    ctx.register_table("usage", Arc::clone(&priced))?;
+    ctx.register_table("usage", Arc::new(ViewTable::new(plan, None)))?;
     if let Some(sessions) = ctx.deregister_table("sessions")? {
-        ctx.register_table(
-            "sessions",
-            Arc::new(SessionsWithCost::new(sessions, priced)),
-        )?;
+        let priced = SessionsWithCost::new(sessions, usage, Arc::clone(pricing));
+        ctx.register_table("sessions", Arc::new(priced))?;
     }
     Ok(())
 }
 
 /// `sessions` with `cost_usd` after its stored columns: a scan that does not read it is the
 /// stored table's own scan (filters and limits pushed as before); one that does joins the
-/// sum of the sessions' usage costs.
+/// sum of the usage costs of the sessions it reads, pricing only their responses.
 #[derive(Debug)]
 pub struct SessionsWithCost {
     stored: Arc<dyn TableProvider>,
     usage: Arc<dyn TableProvider>,
+    pricing: Arc<Pricing>,
     schema: SchemaRef,
 }
 
 impl SessionsWithCost {
-    /// `stored` sessions priced from `usage` (with its cost columns).
-    pub fn new(stored: Arc<dyn TableProvider>, usage: Arc<dyn TableProvider>) -> Self {
+    /// `stored` sessions priced from the stored `usage` with `pricing`.
+    pub fn new(
+        stored: Arc<dyn TableProvider>,
+        usage: Arc<dyn TableProvider>,
+        pricing: Arc<Pricing>,
+    ) -> Self {
         let base = stored.schema();
         let mut fields: Vec<Field> = base.fields().iter().map(|f| f.as_ref().clone()).collect();
         fields.push(Field::new("cost_usd", DataType::Float64, true));
@@ -310,12 +319,23 @@ impl SessionsWithCost {
         SessionsWithCost {
             stored,
             usage,
+            pricing,
             schema,
         }
     }
 
     fn cost_index(&self) -> usize {
         self.schema.fields().len() - 1
+    }
+
+    /// How the stored table takes `filter`.
+    fn stored_pushdown(&self, filter: &Expr) -> Result<TableProviderFilterPushDown> {
+        Ok(self
+            .stored
+            .supports_filters_pushdown(&[filter])?
+            .into_iter()
+            .next()
+            .unwrap_or(TableProviderFilterPushDown::Unsupported))
     }
 }
 
@@ -357,18 +377,19 @@ impl TableProvider for SessionsWithCost {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
+        // Every filter but one on the cost is taken: the stored table answers those it can,
+        // and when the cost is read, all of them select the sessions whose usage is priced.
+        // Those the stored table cannot answer exactly are applied again above (`Inexact`).
         filters
             .iter()
             .map(|f| {
                 if reads_cost(f) {
                     return Ok(TableProviderFilterPushDown::Unsupported);
                 }
-                Ok(self
-                    .stored
-                    .supports_filters_pushdown(&[f])?
-                    .into_iter()
-                    .next()
-                    .unwrap_or(TableProviderFilterPushDown::Unsupported))
+                Ok(match self.stored_pushdown(f)? {
+                    TableProviderFilterPushDown::Exact => TableProviderFilterPushDown::Exact,
+                    _ => TableProviderFilterPushDown::Inexact,
+                })
             })
             .collect()
     }
@@ -382,7 +403,13 @@ impl TableProvider for SessionsWithCost {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let cost = self.cost_index();
         if projection.is_some_and(|p| !p.contains(&cost)) {
-            return self.stored.scan(state, projection, filters, limit).await;
+            let mut answered = Vec::new();
+            for f in filters {
+                if self.stored_pushdown(f)? != TableProviderFilterPushDown::Unsupported {
+                    answered.push(f.clone());
+                }
+            }
+            return self.stored.scan(state, projection, &answered, limit).await;
         }
         let stored = provider_as_source(Arc::clone(&self.stored));
         let mut sessions = LogicalPlanBuilder::scan("sessions", stored, None)?;
@@ -402,8 +429,16 @@ impl TableProvider for SessionsWithCost {
             sessions =
                 LogicalPlanBuilder::scan("sessions", provider_as_source(Arc::new(read)), None)?;
             usage = usage.filter(col("session_id").in_list(ids, false))?;
+        } else if !filters.is_empty() {
+            // Only the usage of the sessions the filters admit (a semi-join below the pricing).
+            let admitted = sessions.clone().project(vec![col("session_id")])?.build()?;
+            usage = usage.filter(in_subquery(col("session_id"), Arc::new(admitted)))?;
         }
         let costs = usage
+            .project(vec![
+                col("session_id"),
+                cost_expr(Part::Total, "cost_usd", &self.pricing),
+            ])?
             .aggregate(
                 vec![col("session_id").alias("cost_session_id")],
                 vec![

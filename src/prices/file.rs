@@ -161,10 +161,18 @@ fn period(p: PeriodToml) -> Result<Period, String> {
     let rates = rates(&p.rates).map_err(|e| format!("from {from}: {e}"))?;
     let mut tiers = Vec::with_capacity(p.tier.len());
     for t in &p.tier {
+        let tier = rates_of(&t.rates)
+            .map_err(|e| format!("from {from}, tier {}: {e}", t.above_prompt_tokens))?;
+        // A tier prices all of a response's tokens: it needs every rate the period has.
+        if let Some(kind) = missing_in_tier(&rates, &tier) {
+            return Err(format!(
+                "from {from}, tier {}: no {kind} rate, which the period has",
+                t.above_prompt_tokens
+            ));
+        }
         tiers.push(Tier {
             above_prompt_tokens: t.above_prompt_tokens,
-            rates: rates_of(&t.rates)
-                .map_err(|e| format!("from {from}, tier {}: {e}", t.above_prompt_tokens))?,
+            rates: tier,
         });
     }
     tiers.sort_by_key(|t| t.above_prompt_tokens);
@@ -212,6 +220,20 @@ fn rates_of(r: &RatesToml) -> Result<Rates, String> {
         cache_write_5m: r.cache_write,
         cache_write_1h: r.cache_write_1h,
     })
+}
+
+/// The first kind of rate `period` has and `tier` lacks.
+fn missing_in_tier(period: &Rates, tier: &Rates) -> Option<&'static str> {
+    [
+        ("input", period.input, tier.input),
+        ("output", period.output, tier.output),
+        ("cache_read", period.cache_read, tier.cache_read),
+        ("cache_write", period.cache_write_5m, tier.cache_write_5m),
+        ("cache_write_1h", period.cache_write_1h, tier.cache_write_1h),
+    ]
+    .into_iter()
+    .find(|(_, p, t)| p.is_some() && t.is_none())
+    .map(|(kind, _, _)| kind)
 }
 
 fn date(text: &str, field: &str) -> Result<NaiveDate, String> {

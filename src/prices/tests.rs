@@ -85,6 +85,39 @@ fn a_prompt_above_the_long_context_threshold_is_priced_at_the_tier() {
 }
 
 #[test]
+fn every_tier_prices_one_hour_writes_and_a_tier_without_a_rate_is_refused() {
+    let t = PriceTable::bundled();
+    // Sonnet 4 above 200k: 1-hour writes at 2 × the tier's $6 input (a derived rate).
+    let tokens = Tokens {
+        input: 250_000,
+        cache_write_1h: 1_000,
+        ..Tokens::default()
+    };
+    let c = t.cost("claude-sonnet-4-20250514", at("2025-07-01", 0), &tokens);
+    assert!(close(c.total(), 0.25 * 6.0 + 0.001 * 12.0));
+    let lacking = r#"
+schema = 1
+[[model]]
+provider = "x"
+id = "m"
+  [[model.price]]
+  from = "2026-01-01"
+  input = 1.0
+  output = 2.0
+  cache_write_1h = 2.0
+    [[model.price.tier]]
+    above_prompt_tokens = 1000
+    input = 2.0
+    output = 4.0
+"#;
+    let e = file::parse(lacking, Origin::Bundled).unwrap_err();
+    assert!(
+        e.message.contains("tier 1000: no cache_write_1h rate"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_price_change_prices_responses_on_either_side_differently() {
     let t = PriceTable::bundled();
     // gpt-5.6-sol: $5 input until 2026-08-21, then the new period (under the 272k tier).

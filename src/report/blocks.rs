@@ -1,4 +1,5 @@
-//! `report blocks`: usage grouped into the 5-hour windows Claude plans bill by.
+//! `report blocks`: Claude Code's usage grouped into the 5-hour windows Claude plans bill by
+//! (other agents' usage is not billed by them and is left out).
 //!
 //! The provider does not record the windows, so they are reconstructed from the responses'
 //! times, the way the windows are documented to work: a window opens at the hour (UTC) of the

@@ -124,26 +124,30 @@ pub struct Request {
 const METRICS: &str = "count, sum:input_tokens, sum:output_tokens, sum:cache_write_tokens, sum:cache_read_tokens, sum:cost_usd";
 
 impl Request {
-    /// The `where` clause of the days asked for (empty when there is no bound).
-    fn range(&self) -> String {
-        let mut bounds = Vec::new();
+    /// The `where` clause: the days asked for and, for `blocks`, Claude Code's usage only (the
+    /// windows are Claude plans'); empty when there is no condition.
+    fn conditions(&self) -> String {
+        let mut conditions = Vec::new();
+        if self.kind == Kind::Blocks {
+            conditions.push(String::from("session.origin:claude-code-session"));
+        }
         if let Some(since) = self.since {
-            bounds.push(format!("time >= {}", since.format("%Y-%m-%d")));
+            conditions.push(format!("time >= {}", since.format("%Y-%m-%d")));
         }
         if let Some(until) = self.until.and_then(|d| d.succ_opt()) {
-            bounds.push(format!("time < {}", until.format("%Y-%m-%d")));
+            conditions.push(format!("time < {}", until.format("%Y-%m-%d")));
         }
-        if bounds.is_empty() {
+        if conditions.is_empty() {
             String::new()
         } else {
-            format!(" where {}", bounds.join(" AND "))
+            format!(" where {}", conditions.join(" AND "))
         }
     }
 
     /// The query of the language the report runs: for `blocks`, the priced usage rows in time
     /// order it groups into windows.
     pub fn query(&self) -> String {
-        let range = self.range();
+        let range = self.conditions();
         let by = self
             .by
             .map(|b| format!(", {}", b.key()))

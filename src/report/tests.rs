@@ -30,6 +30,19 @@ fn a_period_report_is_one_query_of_the_language() {
         r.query(),
         format!("usage | group by time:month, session.repo | agg {METRICS}")
     );
+    let blocks = Request {
+        kind: Kind::Blocks,
+        since: Some(day("2026-03-01")),
+        until: None,
+        by: None,
+    };
+    assert!(
+        blocks.query().starts_with(
+            "usage where session.origin:claude-code-session AND time >= 2026-03-01 | sort by time"
+        ),
+        "{}",
+        blocks.query()
+    );
     for kind in ["daily", "weekly", "monthly", "session", "blocks"] {
         let r = Request {
             kind: Kind::from_name(kind).unwrap(),
