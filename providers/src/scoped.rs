@@ -198,6 +198,19 @@ fn is_fulltext(expr: &Expr) -> bool {
     quarry_udf::functions::as_fts_match(expr).is_some()
 }
 
+/// How `provider` takes the one filter `filter` (a wrapping provider asks its inner one filter
+/// by filter).
+pub fn filter_pushdown(
+    provider: &dyn TableProvider,
+    filter: &Expr,
+) -> Result<TableProviderFilterPushDown> {
+    Ok(provider
+        .supports_filters_pushdown(&[filter])?
+        .into_iter()
+        .next()
+        .unwrap_or(TableProviderFilterPushDown::Unsupported))
+}
+
 /// Whether the full-text marker occurs anywhere in `expr` (under an `OR` or a `NOT` too).
 fn contains_fulltext(expr: &Expr) -> bool {
     expr.exists(|e| Ok(is_fulltext(e))).unwrap_or(true)
@@ -224,12 +237,7 @@ impl TableProvider for ScopedTable {
                     // Evaluated above the masking, on what the reader sees.
                     return Ok(TableProviderFilterPushDown::Unsupported);
                 }
-                Ok(self
-                    .inner
-                    .supports_filters_pushdown(&[f])?
-                    .into_iter()
-                    .next()
-                    .unwrap_or(TableProviderFilterPushDown::Unsupported))
+                filter_pushdown(self.inner.as_ref(), f)
             })
             .collect()
     }

@@ -308,13 +308,13 @@ fn structured(
 
 /// The columns of a report's records: `keys`, then the sums.
 fn columns(keys: &[String]) -> Vec<String> {
-    flat(&[], &Sums::default())
-        .into_iter()
-        .map(|(name, _)| name)
-        .fold(keys.to_vec(), |mut all, name| {
-            all.push(name);
-            all
-        })
+    let mut all = keys.to_vec();
+    all.extend(
+        flat(&[], &Sums::default())
+            .into_iter()
+            .map(|(name, _)| name),
+    );
+    all
 }
 
 fn csv_field(s: &str) -> String {

@@ -330,12 +330,7 @@ impl SessionsWithCost {
 
     /// How the stored table takes `filter`.
     fn stored_pushdown(&self, filter: &Expr) -> Result<TableProviderFilterPushDown> {
-        Ok(self
-            .stored
-            .supports_filters_pushdown(&[filter])?
-            .into_iter()
-            .next()
-            .unwrap_or(TableProviderFilterPushDown::Unsupported))
+        quarry_providers::scoped::filter_pushdown(self.stored.as_ref(), filter)
     }
 }
 

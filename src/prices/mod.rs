@@ -17,6 +17,7 @@ mod file;
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::LazyLock;
 
 use chrono::NaiveDate;
 
@@ -144,16 +145,16 @@ pub struct PriceTable {
 }
 
 impl PriceTable {
-    /// The table compiled into quarry (`data/prices.toml`).
+    /// The table compiled into quarry (`data/prices.toml`), read once per process.
     pub fn bundled() -> Self {
-        match file::parse(BUNDLED, Origin::Bundled) {
-            Ok(table) => table,
+        static TABLE: LazyLock<PriceTable> = LazyLock::new(|| {
             // The bundled table is checked by a unit test; an empty table prices nothing
             // rather than failing every query of a broken build.
-            Err(_) => {
+            file::parse(BUNDLED, Origin::Bundled).unwrap_or_else(|_| {
                 PriceTable::from_parts(Origin::Bundled, Vec::new(), Vec::new(), String::new())
-            }
-        }
+            })
+        });
+        TABLE.clone()
     }
 
     /// The table in the TOML file at `path` (the layout of `data/prices.toml`).

@@ -12,7 +12,8 @@ use crate::api::{Caps, Error, Quarry};
 pub(super) async fn run(quarry: &Quarry, request: &Request) -> Result<Report, Error> {
     let query = request.query();
     let result = quarry.query_collect(&query, Caps::default()).await?;
-    let key_count = result.schema.fields().len() - 6;
+    // The key columns come first, then one column per metric of the query.
+    let key_count = result.schema.fields().len() - super::METRICS.split(", ").count();
     let key_names: Vec<String> = result.schema.fields()[..key_count]
         .iter()
         .map(|f| key_name(f.name()))
