@@ -1,5 +1,6 @@
 //! Opens an archive and runs a query through quarry's public API, printing the rows as JSON and
-//! what the answer is. Any front end (a server, a notebook bridge) is built the same way.
+//! what the answer is. Any front end (a server, a notebook bridge) is built the same way: one
+//! `Quarry` per process, a session per request, the exit code from the error's class.
 //!
 //! ```sh
 //! cargo run --example query -- ARCHIVE.db 'messages | group by role | agg count, p90:word_count'
@@ -7,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use quarry::{Caps, Options, Quarry, block_on};
+use quarry::{Caller, Options, Quarry, Request, Scope, block_on};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -19,14 +20,17 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error [{}]: {e}", e.code());
-            ExitCode::from(if e.is_usage() { 2 } else { 1 })
+            ExitCode::from(e.class().exit_code())
         }
     }
 }
 
 fn run(archive: &str, query: &str) -> Result<(), quarry::Error> {
     let quarry = Quarry::open(&Options::new(archive))?;
-    let answer = block_on(quarry.query_collect(query, Caps::default()))??;
+    let answer = block_on(async {
+        let session = quarry.session(Scope::Admin, Caller::default()).await?;
+        session.run(&Request::query(query)).await?.collect().await
+    })??;
     let rows = quarry::output::rows_json(&answer.batches)?;
     for row in rows.as_array().into_iter().flatten() {
         println!("{row}");

@@ -16,7 +16,7 @@ use quarry_providers::snapshot::{self, TableReport, WriteReport, WriteSettings};
 use quarry_providers::store::{self, Location};
 use serde::Serialize;
 
-use crate::api::{Error, Options, Quarry};
+use crate::api::{Error, Options, Quarry, Session};
 use crate::audit::{Language, Outcome};
 use crate::engine::engine_error;
 use crate::engine::source::snapshot_location;
@@ -94,27 +94,28 @@ pub async fn export_tables(
             .map(|c| format!(" partitioned by {c}"))
             .unwrap_or_default()
     );
-    let mut ticket = quarry.engine().intend(Language::Export, &what)?;
-    let exported = write_tables(quarry, to, tables, format, partition_by).await;
+    let session = quarry.default_session().await?;
+    let mut ticket = session.intend(Language::Export, &what)?;
+    let exported = write_tables(&session, to, tables, format, partition_by).await;
     let _ = match &exported {
         Ok(written) => ticket.finish(Outcome::Ok {
             rows: written.iter().map(|t| t.rows as usize).sum(),
             truncated: false,
         }),
-        Err(e) => ticket.finish(Outcome::Error(&e.to_string())),
+        Err(e) => ticket.finish(Outcome::Error(&e.message())),
     };
     exported
 }
 
 async fn write_tables(
-    quarry: &Quarry,
+    session: &Session,
     to: &str,
     tables: &[String],
     format: Format,
     partition_by: Option<&str>,
 ) -> Result<Vec<ExportedTable>, Error> {
     let root = store::locate(to).map_err(|e| Error::Setting(e.to_string()))?;
-    let ctx = quarry.engine().context();
+    let ctx = session.context();
     ctx.register_object_store(&root.store_url, Arc::clone(&root.store));
     // The session's catalog: a reader scope's lacks what it may not see.
     let visible = |name: &str| ctx.table_exist(name).unwrap_or(false);
@@ -139,7 +140,7 @@ async fn write_tables(
             })?;
         if let Some(column) = partition_by
             && !def.columns.iter().any(|c| {
-                c.name == column && (quarry.scope().is_admin() || c.is_visible_to_readers())
+                c.name == column && (session.scope().is_admin() || c.is_visible_to_readers())
             })
         {
             return Err(Error::Setting(format!(

@@ -1,10 +1,11 @@
 //! quarry: exact analytical queries over archives of AI-agent sessions.
 //!
 //! The library is what every front end calls: open a [`Quarry`] over an archive with typed
-//! [`Options`], run a query of the language, and get a stream of Arrow record batches with typed
-//! metadata (see [`api`]); [`output`] writes an answer in any [`Format`]. The command line
-//! ([`cli`]) and the servers (`server`: HTTP and MCP, with the engine) only take requests, call
-//! the library and write; [`tokens`] keeps the HTTP server's bearer tokens.
+//! [`Options`] once per process, open a [`Session`] per request, run a [`Request`] in either
+//! language, and get a stream of Arrow record batches with typed metadata (see [`api`]);
+//! [`output`] encodes an answer in any [`Format`]. The command line ([`cli`]) and the servers
+//! (`server`: one service layer, HTTP and MCP as adapters over it, with the engine) only take
+//! requests, call the library and encode; [`tokens`] keeps the HTTP server's bearer tokens.
 //!
 //! Data flows one way: source files → [`ingest`] → SQLite archive (`quarry_providers`) →
 //! a query lowered to a DataFusion plan (`lower`) → executed (`engine`) → written ([`output`]).
@@ -34,10 +35,13 @@ pub mod synth;
 pub mod tokens;
 
 #[cfg(feature = "engine")]
+pub use api::Deadline;
+#[cfg(feature = "engine")]
 pub use api::{Attachment, QueryResult};
 pub use api::{
-    Caller, Caps, Completion, Error, Options, Quarry, QueryStream, ReaderScope, Refusal,
-    ResultMeta, Scope, Semantics, Source, SourceChoice, UnpricedModel, block_on,
+    Caller, Caps, Completion, Error, ErrorBody, ErrorClass, Language, Options, Quarry, QueryStream,
+    ReaderScope, Refusal, Request, ResultMeta, Scope, Semantics, Session, Source, SourceChoice,
+    UnpricedModel, block_on,
 };
 /// Arrow, as the API's record batches and schemas use it.
 #[cfg(feature = "engine")]

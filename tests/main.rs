@@ -21,6 +21,8 @@ mod scale;
 #[cfg(feature = "engine")]
 mod server;
 #[cfg(feature = "engine")]
+mod service;
+#[cfg(feature = "engine")]
 mod snapshot;
 #[cfg(feature = "engine")]
 mod sql_scope;

@@ -18,14 +18,24 @@ use crate::sql_scope::two_owner_archive;
 use crate::support::quarry;
 
 /// A running `quarry serve`, stopped with SIGTERM when dropped.
-struct Server {
-    child: Child,
-    base: String,
-    log: std::sync::Arc<std::sync::Mutex<String>>,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+    pub(crate) log: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl Server {
-    fn start(archive: &Path, tokens: &Path, flags: &[&str]) -> Server {
+    pub(crate) fn start(archive: &Path, tokens: &Path, flags: &[&str]) -> Server {
+        Server::start_with(archive, tokens, flags, &[])
+    }
+
+    /// [`Server::start`] with environment variables set for the server.
+    pub(crate) fn start_with(
+        archive: &Path,
+        tokens: &Path,
+        flags: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
             .args([
                 "--archive",
@@ -41,6 +51,7 @@ impl Server {
                 &tokens.display().to_string(),
             ])
             .args(flags)
+            .envs(env.iter().copied())
             .env_remove("QUARRY_ARCHIVE")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -65,12 +76,12 @@ impl Server {
         Server { child, base, log }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Stops the server with SIGTERM and returns whether it exited cleanly.
-    fn terminate(&mut self) -> bool {
+    pub(crate) fn terminate(&mut self) -> bool {
         let _ = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
             .status();
@@ -88,14 +99,14 @@ impl Drop for Server {
 }
 
 /// A response: status, headers, body.
-struct Reply {
-    status: u16,
-    headers: String,
-    body: Vec<u8>,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: String,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
             panic!(
                 "not JSON ({e}), status {}: {}",
@@ -107,7 +118,7 @@ impl Reply {
 }
 
 /// One request with curl: `token` as a bearer token, `accept`, a JSON `body` (POST when given).
-fn request(
+pub(crate) fn request(
     method: &str,
     url: &str,
     token: Option<&str>,
@@ -151,7 +162,7 @@ fn request(
     }
 }
 
-fn sql(server: &Server, token: &str, sql: &str) -> Reply {
+pub(crate) fn sql(server: &Server, token: &str, sql: &str) -> Reply {
     let body = serde_json::json!({ "sql": sql }).to_string();
     request(
         "POST",
@@ -162,7 +173,7 @@ fn sql(server: &Server, token: &str, sql: &str) -> Reply {
     )
 }
 
-fn units(server: &Server, token: &str, expression: &str) -> Reply {
+pub(crate) fn units(server: &Server, token: &str, expression: &str) -> Reply {
     let url = format!(
         "{}/api/query-units?expression={}",
         server.base,
@@ -172,7 +183,7 @@ fn units(server: &Server, token: &str, expression: &str) -> Reply {
 }
 
 /// Percent-encodes a query-string value.
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
@@ -183,12 +194,12 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-fn oracle_count(archive: &Path, sql: &str) -> i64 {
+pub(crate) fn oracle_count(archive: &Path, sql: &str) -> i64 {
     sql_rows(archive, sql)[0][0].as_i64().unwrap()
 }
 
 /// Adds a token with `quarry token add` and returns it (the last line of the output).
-fn add_token(archive: &Path, tokens: &Path, name: &str, scope: &str) -> String {
+pub(crate) fn add_token(archive: &Path, tokens: &Path, name: &str, scope: &str) -> String {
     let out = quarry(&[
         "--archive",
         &archive.display().to_string(),
@@ -212,7 +223,7 @@ fn add_token(archive: &Path, tokens: &Path, name: &str, scope: &str) -> String {
 }
 
 /// The audit trail's intents and outcomes of surface `http` by `who`.
-fn audit_counts(archive: &Path, who: &str) -> (i64, i64) {
+pub(crate) fn audit_counts(archive: &Path, who: &str) -> (i64, i64) {
     let audit = archive.with_file_name("archive.audit.db");
     let conn = rusqlite::Connection::open(audit).unwrap();
     let intents: i64 = conn
@@ -243,15 +254,15 @@ fn audit_error(archive: &Path, query: &str) -> String {
     .unwrap()
 }
 
-struct Fixture {
-    _dir: tempfile::TempDir,
-    archive: PathBuf,
-    tokens: PathBuf,
-    admin: String,
-    alice: String,
+pub(crate) struct Fixture {
+    pub(crate) _dir: tempfile::TempDir,
+    pub(crate) archive: PathBuf,
+    pub(crate) tokens: PathBuf,
+    pub(crate) admin: String,
+    pub(crate) alice: String,
 }
 
-fn fixture() -> Option<Fixture> {
+pub(crate) fn fixture() -> Option<Fixture> {
     let dir = tempfile::tempdir().unwrap();
     let archive = two_owner_archive(dir.path())?;
     let tokens = dir.path().join("tokens.toml");

@@ -922,3 +922,79 @@ fn the_default_owner_comes_from_the_user_database_without_user_set() {
     let owners = sql_rows(&archive, "SELECT DISTINCT owner FROM sessions");
     assert_eq!(owners, vec![vec![Value::from(expected)]]);
 }
+
+#[test]
+fn a_readers_search_of_masked_text_keeps_what_it_sees_and_finds_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let api_key = format!("sk-proj-{}", "Zx81kQ2vLm0pR7tY4wB9nC3dF6gH1jK5");
+    let bearer = format!("{}{}", "eyQ9c2VjcmV0LXRva2Vu", "4f7a9b2c");
+    let transcript = secret_session(dir.path(), &api_key, &bearer);
+    let archive = dir.path().join("archive.db");
+    ingest_with(&archive, &["--owner", "alice"], &[&transcript]);
+    std::fs::write(
+        dir.path().join("scopes.toml"),
+        "[scope.alice]\nowner = \"alice\"\n",
+    )
+    .unwrap();
+    let admin = open_as(&archive, "admin");
+    let reader = open_as(&archive, "alice");
+    let piece = &api_key[8..16];
+    // (query, SQL?, admin's count, the reader's): a search the stored text answers first
+    // (`status: ok`, a piece of the secret) and one it must not (the replacement's own words).
+    for (query, sql_mode, admin_rows, reader_rows) in [
+        (
+            "SELECT COUNT(*) FROM actions WHERE output_text LIKE '%status: ok%'".to_string(),
+            true,
+            1,
+            1,
+        ),
+        (
+            format!("SELECT COUNT(*) FROM actions WHERE output_text ILIKE '%{piece}%'"),
+            true,
+            1,
+            0,
+        ),
+        (
+            "SELECT COUNT(*) FROM actions WHERE output_text ILIKE '%redacted%'".to_string(),
+            true,
+            0,
+            1,
+        ),
+        (
+            "SELECT COUNT(*) FROM blocks WHERE text LIKE '%OPENAI_API_KEY=%'".to_string(),
+            true,
+            1,
+            1,
+        ),
+        (
+            "blocks where text:\"OPENAI_API_KEY\" | count".to_string(),
+            false,
+            1,
+            1,
+        ),
+        (
+            format!("blocks where text:\"{piece}\" | count"),
+            false,
+            1,
+            0,
+        ),
+        (
+            "blocks where text:\"REDACTED:openai\" | count".to_string(),
+            false,
+            0,
+            1,
+        ),
+    ] {
+        let count = |q: &Quarry| {
+            let rows = if sql_mode {
+                sql(q, &query)
+            } else {
+                lang(q, &query)
+            }
+            .unwrap();
+            rows[0][0].as_i64().unwrap()
+        };
+        assert_eq!(count(&admin), admin_rows, "admin: {query}");
+        assert_eq!(count(&reader), reader_rows, "reader: {query}");
+    }
+}

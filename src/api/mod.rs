@@ -1,8 +1,9 @@
-//! The library API: the one thing every front end (the command line, and next the HTTP and MCP
-//! servers) calls. Open a [`Quarry`] over an archive with typed [`Options`], run a query of the
-//! language, get a [`QueryStream`] of Arrow record batches with typed metadata ([`ResultMeta`]
-//! up front, [`Completion`] when the stream has ended), or collect it into a [`QueryResult`].
-//! Every failure is one [`Error`].
+//! The library API: the one thing every front end (the command line, the HTTP and MCP servers)
+//! calls. Open a [`Quarry`] over an archive with typed [`Options`] once per process, open a
+//! [`Session`] per request (a scope and a caller; cheap), run a [`Request`] in either language,
+//! get a [`QueryStream`] of Arrow record batches with typed metadata ([`ResultMeta`] up front,
+//! [`Completion`] when the stream has ended), or collect it into a [`QueryResult`]. Every
+//! failure is one [`Error`] of one [`ErrorClass`].
 //!
 //! No type of clap, tokio or DataFusion appears here, except Arrow's ([`crate::arrow`]).
 //!
@@ -31,10 +32,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use self::error::{Error, Refusal};
+pub use self::error::{BoxError, Error, ErrorBody, ErrorClass, Refusal};
 #[cfg(feature = "engine")]
 pub use self::stream::{Attachment, QueryResult, QueryStream};
-pub use crate::audit::Caller;
+pub use crate::audit::{Caller, Language};
 pub use crate::scope::{ReaderScope, Scope};
 pub use quarry_grammar::resolve::Semantics;
 
@@ -127,7 +128,7 @@ impl Source {
 
 /// Caps the caller puts on a result, not part of the query: when one cuts rows the result is
 /// `truncated` (a query's own `| limit` never sets it).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Caps {
     /// At most this many rows.
     pub limit: Option<usize>,
@@ -204,23 +205,113 @@ pub struct CatalogColumn {
     pub description: Option<String>,
 }
 
-/// A session over one archive: the query engine with the archive's tables, the language's
-/// functions and a memory pool that spills.
+/// A long-lived engine over one archive: open it once per process and ask it as often as
+/// needed. It holds one query runtime and memory pool for every query, the language's
+/// functions, and the archive's tables as of its latest generation (refreshed when an ingest
+/// moves it on). Cloning is cheap and shares the engine.
+///
+/// Each request runs in a [`Session`] of one scope and caller ([`Quarry::session`]); the
+/// methods here (`query`, `sql`, ...) use a session of the scope and caller of the [`Options`]
+/// it was opened with.
+#[derive(Clone)]
 pub struct Quarry {
     #[cfg(feature = "engine")]
-    engine: crate::engine::Engine,
+    engine: std::sync::Arc<crate::engine::Engine>,
     #[cfg(not(feature = "engine"))]
     never: std::convert::Infallible,
 }
 
+/// One request's session: a scope and a caller over the engine's tables (cheap to make; see
+/// [`Quarry::session`]).
+#[cfg(feature = "engine")]
+pub use crate::engine::Session;
+
+/// One request's session (this build has no engine, so there is never one).
+#[cfg(not(feature = "engine"))]
+pub struct Session {
+    never: std::convert::Infallible,
+}
+
+/// One question, in either language, with the caps and the time limit of the caller: what
+/// [`Session::run`] answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The language of `text`.
+    pub language: Language,
+    /// The query or SQL statement.
+    pub text: String,
+    /// Caps on the rows.
+    pub caps: Caps,
+    /// The longest the answer may take, planning and every row included: past it the query is
+    /// cancelled and fails with [`Error::Timeout`].
+    pub timeout: Option<std::time::Duration>,
+}
+
+impl Request {
+    /// A query of the language, uncapped, with no time limit.
+    pub fn query(text: impl Into<String>) -> Request {
+        Request {
+            language: Language::Query,
+            text: text.into(),
+            caps: Caps::default(),
+            timeout: None,
+        }
+    }
+
+    /// A read-only SQL query, uncapped, with no time limit.
+    pub fn sql(text: impl Into<String>) -> Request {
+        Request {
+            language: Language::Sql,
+            ..Request::query(text)
+        }
+    }
+
+    /// The same request under `caps`.
+    pub fn with_caps(mut self, caps: Caps) -> Request {
+        self.caps = caps;
+        self
+    }
+
+    /// The same request with a time limit (`None`: none).
+    pub fn with_timeout(mut self, timeout: Option<std::time::Duration>) -> Request {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// When a request's time is up, and how long it was given.
+#[cfg(feature = "engine")]
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    /// When the request must have ended.
+    pub at: tokio::time::Instant,
+    /// The limit it was given (what the timeout error says).
+    pub limit: std::time::Duration,
+}
+
+#[cfg(feature = "engine")]
+impl Deadline {
+    /// A deadline `limit` from now.
+    pub fn after(limit: std::time::Duration) -> Deadline {
+        Deadline {
+            at: tokio::time::Instant::now() + limit,
+            limit,
+        }
+    }
+}
+
 impl Quarry {
-    /// Opens the archive of `options` (it must exist; [`Error::MissingArchive`] otherwise).
+    /// Opens the engine over the archive of `options` (it must exist; [`Error::MissingArchive`]
+    /// otherwise) and readies the tables of its scope, so a wrong setting (a missing or stale
+    /// snapshot under `--source snapshot`, an unreadable archive) fails here.
     pub fn open(options: &Options) -> Result<Quarry, Error> {
         #[cfg(feature = "engine")]
         {
-            Ok(Quarry {
-                engine: crate::engine::Engine::open(options)?,
-            })
+            let quarry = Quarry {
+                engine: std::sync::Arc::new(crate::engine::Engine::open(options)?),
+            };
+            run_aside(quarry.default_session())?;
+            Ok(quarry)
         }
         #[cfg(not(feature = "engine"))]
         {
@@ -229,13 +320,33 @@ impl Quarry {
         }
     }
 
-    /// The engine (exports run in its context).
-    #[cfg(feature = "engine")]
-    pub(crate) fn engine(&self) -> &crate::engine::Engine {
-        &self.engine
+    /// A session under `scope` for `caller`, over the archive as it is now: a session ingested
+    /// since the last one is seen; nothing is read again when nothing changed.
+    pub async fn session(&self, scope: Scope, caller: Caller) -> Result<Session, Error> {
+        #[cfg(feature = "engine")]
+        {
+            self.engine.session(scope, caller).await
+        }
+        #[cfg(not(feature = "engine"))]
+        {
+            let _ = (scope, caller);
+            match self.never {}
+        }
     }
 
-    /// The responses this session's queries have left without a cost (`cost_usd` NULL) since
+    /// A session of the scope and caller the engine was opened with.
+    pub async fn default_session(&self) -> Result<Session, Error> {
+        #[cfg(feature = "engine")]
+        {
+            let options = self.engine.options();
+            self.session(options.scope.clone(), options.caller.clone())
+                .await
+        }
+        #[cfg(not(feature = "engine"))]
+        match self.never {}
+    }
+
+    /// The responses the engine's queries have left without a cost (`cost_usd` NULL) since
     /// the last call, by model, most first; the tally then starts again. With several queries
     /// running at once it is theirs together.
     pub fn take_unpriced(&self) -> Vec<UnpricedModel> {
@@ -247,11 +358,11 @@ impl Quarry {
         match self.never {}
     }
 
-    /// The storage this session reads (decided when it was opened).
+    /// The storage the archive's current tables are read from.
     pub fn source(&self) -> Source {
         #[cfg(feature = "engine")]
         {
-            self.engine.source()
+            self.engine.source().unwrap_or(Source::Sqlite)
         }
         #[cfg(not(feature = "engine"))]
         match self.never {}
@@ -267,18 +378,33 @@ impl Quarry {
         match self.never {}
     }
 
-    /// Runs a query of the language; its rows stream as they are computed, subject only to the
-    /// caller's `caps`.
-    pub async fn query(&self, query: &str, caps: Caps) -> Result<QueryStream, Error> {
+    /// The scope of the default session.
+    pub fn scope(&self) -> &Scope {
         #[cfg(feature = "engine")]
         {
-            self.engine.query(query, caps).await
+            &self.engine.options().scope
+        }
+        #[cfg(not(feature = "engine"))]
+        match self.never {}
+    }
+
+    /// Runs `request` in the default session (see [`Session::run`]).
+    pub async fn run(&self, request: &Request) -> Result<QueryStream, Error> {
+        #[cfg(feature = "engine")]
+        {
+            self.default_session().await?.run(request).await
         }
         #[cfg(not(feature = "engine"))]
         {
-            let _ = (query, caps);
+            let _ = request;
             match self.never {}
         }
+    }
+
+    /// Runs a query of the language; its rows stream as they are computed, subject only to the
+    /// caller's `caps`.
+    pub async fn query(&self, query: &str, caps: Caps) -> Result<QueryStream, Error> {
+        self.run(&Request::query(query).with_caps(caps)).await
     }
 
     /// Runs a query and collects every row (and any attached rows of `with` projections).
@@ -291,15 +417,7 @@ impl Quarry {
     /// before planning: anything but a single query is [`Error::SqlRefused`]. Its rows stream
     /// as they are computed, subject only to the caller's `caps`.
     pub async fn sql(&self, sql: &str, caps: Caps) -> Result<QueryStream, Error> {
-        #[cfg(feature = "engine")]
-        {
-            self.engine.sql(sql, caps).await
-        }
-        #[cfg(not(feature = "engine"))]
-        {
-            let _ = (sql, caps);
-            match self.never {}
-        }
+        self.run(&Request::sql(sql).with_caps(caps)).await
     }
 
     /// Runs a SQL query and collects every row.
@@ -308,22 +426,12 @@ impl Quarry {
         self.sql(sql, caps).await?.collect().await
     }
 
-    /// The scope this session was opened with.
-    pub fn scope(&self) -> &Scope {
-        #[cfg(feature = "engine")]
-        {
-            self.engine.scope()
-        }
-        #[cfg(not(feature = "engine"))]
-        match self.never {}
-    }
-
-    /// The tables and columns the session's scope may query (a reader scope's catalog holds
-    /// nothing else), in name order.
+    /// The tables and columns the default session's scope may query (a reader scope's catalog
+    /// holds nothing else), in name order.
     pub async fn catalog(&self) -> Result<Vec<CatalogTable>, Error> {
         #[cfg(feature = "engine")]
         {
-            self.engine.catalog().await
+            Ok(self.default_session().await?.catalog())
         }
         #[cfg(not(feature = "engine"))]
         match self.never {}
@@ -333,13 +441,10 @@ impl Quarry {
     pub fn audit_records(&self, limit: usize) -> Result<Vec<crate::audit::Record>, Error> {
         #[cfg(feature = "engine")]
         {
-            if !self.engine.scope().is_admin() {
+            if !self.scope().is_admin() {
                 return Err(Error::AdminOnly("the audit trail"));
             }
-            self.engine
-                .audit()
-                .recent(limit)
-                .map_err(|e| Error::Audit(e.to_string()))
+            self.engine.audit().recent(limit).map_err(Error::Audit)
         }
         #[cfg(not(feature = "engine"))]
         {
@@ -348,12 +453,43 @@ impl Quarry {
         }
     }
 
+    /// The `limit` most recent requests that ran no query, and rows of anonymous refusals,
+    /// newest first (admin scope only).
+    #[allow(clippy::type_complexity)]
+    pub fn audit_requests(
+        &self,
+        limit: usize,
+    ) -> Result<(Vec<crate::audit::RequestRow>, Vec<crate::audit::RefusalRow>), Error> {
+        #[cfg(feature = "engine")]
+        {
+            if !self.scope().is_admin() {
+                return Err(Error::AdminOnly("the audit trail"));
+            }
+            let audit = self.engine.audit();
+            Ok((
+                audit.recent_requests(limit).map_err(Error::Audit)?,
+                audit.recent_refusals(limit).map_err(Error::Audit)?,
+            ))
+        }
+        #[cfg(not(feature = "engine"))]
+        {
+            let _ = limit;
+            match self.never {}
+        }
+    }
+
+    /// The audit trail of the archive.
+    #[cfg(feature = "engine")]
+    pub(crate) fn audit(&self) -> &crate::audit::AuditLog {
+        self.engine.audit()
+    }
+
     /// The query's logical and physical plans, as DataFusion prints them (pushdown is visible
     /// there).
     pub async fn explain_plan(&self, query: &str) -> Result<String, Error> {
         #[cfg(feature = "engine")]
         {
-            self.engine.explain(query).await
+            self.default_session().await?.explain(query).await
         }
         #[cfg(not(feature = "engine"))]
         {
@@ -382,23 +518,49 @@ impl QueryStream {
     }
 }
 
-/// Runs `future` to completion on a multi-threaded runtime made for it: the way a synchronous
-/// caller (the command line, a test) drives the async API. The runtime ends with the call, so
-/// consume a [`QueryStream`] inside the same future that made it (as `query_collect` does, or
-/// `output::write`); an async caller (a server) awaits the API on its own runtime instead, and
-/// must not call this from inside it.
+/// The process's one query runtime (multi-threaded), made on first use.
+#[cfg(feature = "engine")]
+fn runtime() -> Result<&'static tokio::runtime::Runtime, Error> {
+    static RUNTIME: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> =
+        std::sync::OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .thread_name("quarry")
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::failed(format!("cannot start the query runtime: {e}")))
+}
+
+/// Runs `future` to completion on the process's one query runtime: the way a synchronous
+/// caller (the command line, a test) drives the async API. Consume a [`QueryStream`] inside
+/// the same future that made it (as `query_collect` does, or `output::write`). An async caller
+/// (a server) awaits the API on its own runtime instead, and must not call this from inside
+/// one.
 pub fn block_on<F: Future>(future: F) -> Result<F::Output, Error> {
     #[cfg(feature = "engine")]
     {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Execution(format!("cannot start the query runtime: {e}")))?;
-        Ok(runtime.block_on(future))
+        Ok(runtime()?.block_on(future))
     }
     #[cfg(not(feature = "engine"))]
     {
         drop(future);
         Err(Error::EngineUnavailable)
     }
+}
+
+/// Runs `future` on the process's runtime from a thread of its own, so a synchronous call
+/// (opening an engine) works from any context, inside an async runtime too.
+#[cfg(feature = "engine")]
+fn run_aside<T: Send>(future: impl Future<Output = Result<T, Error>> + Send) -> Result<T, Error> {
+    let runtime = runtime()?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| runtime.block_on(future))
+            .join()
+            .map_err(|_| Error::Internal("opening the archive panicked".into()))?
+    })
 }

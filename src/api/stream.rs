@@ -3,17 +3,20 @@
 //! The stream applies the caller's row cap itself (the plan fetches one row more, so the cap
 //! knows when it cut something), counts what it passes on, and reads the aggregate's input
 //! counter when the plan has finished: [`QueryStream::completion`] is known exactly when the
-//! stream has ended.
+//! stream has ended. It also keeps the request's deadline: once it passes, the next poll fails
+//! with [`Error::Timeout`], the plan is dropped (its scans stop, its memory is released) and the
+//! timeout is recorded as the answer's outcome, whoever reads the stream.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::{Stream, StreamExt};
 
-use super::{Completion, Error, ResultMeta};
+use super::{Completion, Deadline, Error, ResultMeta};
 use crate::audit::{Outcome, Ticket};
 use crate::engine::{Attached, RowCounter};
 
@@ -30,6 +33,13 @@ pub struct QueryStream {
     attached: Attached,
     ended: bool,
     ticket: Option<Ticket>,
+    deadline: Option<Timer>,
+}
+
+/// A deadline being waited for.
+struct Timer {
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    limit: Duration,
 }
 
 /// Rows of another unit attached by a `with` projection.
@@ -96,7 +106,17 @@ impl QueryStream {
             attached,
             ended: false,
             ticket,
+            deadline: None,
         }
+    }
+
+    /// The same stream, failing with [`Error::Timeout`] once `deadline` passes.
+    pub(crate) fn until(mut self, deadline: Option<Deadline>) -> Self {
+        self.deadline = deadline.map(|d| Timer {
+            sleep: Box::pin(tokio::time::sleep_until(d.at)),
+            limit: d.limit,
+        });
+        self
     }
 
     /// What is known of the answer before its first row.
@@ -129,7 +149,7 @@ impl QueryStream {
     /// encoder asks only after its last batch).
     pub(crate) fn finished(&self) -> Result<Completion, Error> {
         self.completion()
-            .ok_or_else(|| Error::Execution("the answer's stream did not end".into()))
+            .ok_or_else(|| Error::Internal("the answer's stream did not end".into()))
     }
 
     /// The next batch, `None` at the end.
@@ -143,25 +163,7 @@ impl QueryStream {
         while let Some(batch) = self.next().await {
             batches.push(batch?);
         }
-        let attached = std::mem::take(&mut self.attached).collect().await;
-        self.into_result(batches, attached)
-    }
-
-    /// The collected answer once the attached rows are in (or their failure), with the
-    /// outcome recorded only now: an answer is `ok` when all of it was.
-    fn into_result(
-        mut self,
-        batches: Vec<RecordBatch>,
-        attached: Result<Vec<Attachment>, Error>,
-    ) -> Result<QueryResult, Error> {
-        let attachments = match attached {
-            Ok(attachments) => attachments,
-            Err(e) => {
-                self.fail(&e);
-                return Err(e);
-            }
-        };
-        self.record_ok();
+        let attachments = self.attachments().await?;
         Ok(QueryResult {
             input_rows: self.counter.as_ref().map(RowCounter::get),
             truncated: self.truncated,
@@ -172,40 +174,34 @@ impl QueryStream {
         })
     }
 
-    /// The next batch, as [`QueryStream::next_batch`], unless `deadline` comes first: then the
-    /// query is cancelled (its plan dropped, so its scans stop and its memory is released) and
-    /// [`Error::Timeout`] of `limit` is returned and recorded as its outcome.
-    pub async fn next_batch_before(
-        &mut self,
-        deadline: tokio::time::Instant,
-        limit: std::time::Duration,
-    ) -> Option<Result<RecordBatch, Error>> {
-        match tokio::time::timeout_at(deadline, self.next()).await {
-            Ok(next) => next,
-            Err(_) => {
-                let error = Error::Timeout(limit);
-                self.fail(&error);
-                Some(Err(error))
+    /// The rows `with` projections attach, computed once the stream has ended (within its
+    /// deadline); the answer's outcome is recorded only now, `ok` when all of it was.
+    pub async fn attachments(&mut self) -> Result<Vec<Attachment>, Error> {
+        let attached = std::mem::take(&mut self.attached);
+        let collected = if attached.units().is_empty() {
+            Ok(Vec::new())
+        } else {
+            match self.deadline.as_mut() {
+                Some(timer) => {
+                    let limit = timer.limit;
+                    tokio::select! {
+                        collected = attached.collect() => collected,
+                        _ = timer.sleep.as_mut() => Err(Error::Timeout(limit)),
+                    }
+                }
+                None => attached.collect().await,
+            }
+        };
+        match collected {
+            Ok(attachments) => {
+                self.record_ok();
+                Ok(attachments)
+            }
+            Err(e) => {
+                self.fail(&e);
+                Err(e)
             }
         }
-    }
-
-    /// Every row, as [`QueryStream::collect`], unless `deadline` comes first (then as
-    /// [`QueryStream::next_batch_before`]).
-    pub async fn collect_before(
-        mut self,
-        deadline: tokio::time::Instant,
-        limit: std::time::Duration,
-    ) -> Result<QueryResult, Error> {
-        let mut batches = Vec::new();
-        while let Some(batch) = self.next_batch_before(deadline, limit).await {
-            batches.push(batch?);
-        }
-        let attached = std::mem::take(&mut self.attached);
-        let attached = tokio::time::timeout_at(deadline, attached.collect())
-            .await
-            .unwrap_or(Err(Error::Timeout(limit)));
-        self.into_result(batches, attached)
     }
 
     fn end(&mut self) {
@@ -236,7 +232,7 @@ impl QueryStream {
     fn fail(&mut self, error: &Error) {
         self.inner = None;
         if let Some(mut ticket) = self.ticket.take() {
-            let _ = ticket.finish(Outcome::Error(&error.to_string()));
+            let _ = ticket.finish(Outcome::Error(&error.message()));
         }
     }
 
@@ -254,6 +250,14 @@ impl Stream for QueryStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if this.inner.is_some()
+            && let Some(timer) = this.deadline.as_mut()
+            && timer.sleep.as_mut().poll(cx).is_ready()
+        {
+            let error = Error::Timeout(timer.limit);
+            this.fail(&error);
+            return Poll::Ready(Some(Err(error)));
+        }
         loop {
             let Some(inner) = this.inner.as_mut() else {
                 return Poll::Ready(None);

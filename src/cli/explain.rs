@@ -5,8 +5,9 @@
 use std::io::Write;
 
 /// Runs `explain`. Prints the explanation to stdout (JSON when `json`), or the diagnostics: to
-/// stderr with a caret under the query (ANSI colours when `color`), or as `{"diagnostics":[...]}`
-/// on stdout when `json`. Returns the exit code: 0 on success, 2 on a query error.
+/// stderr with a caret under the query (ANSI colours when `color`), or as the error body
+/// (`{code, class, status, message, diagnostics, rendered}`, as HTTP and MCP send it) on stdout
+/// when `json`. Returns the exit code: 0 on success, 2 on a query error.
 pub fn run(query: &str, json: bool, color: bool) -> i32 {
     match quarry_grammar::explain::explain(query) {
         Ok(explanation) => {
@@ -21,7 +22,8 @@ pub fn run(query: &str, json: bool, color: bool) -> i32 {
         }
         Err(diagnostics) => {
             if json {
-                let _ = writeln!(std::io::stdout().lock(), "{}", diagnostics.to_json());
+                let body = crate::Error::Query(diagnostics).body(Some(query));
+                let _ = writeln!(std::io::stdout().lock(), "{}", body.to_json());
             } else {
                 let rendered = quarry_grammar::render(query, &diagnostics, color);
                 let _ = std::io::stderr().lock().write_all(rendered.as_bytes());

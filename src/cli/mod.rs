@@ -53,6 +53,11 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "SIZE")]
     pub memory_limit: Option<String>,
 
+    /// The longest a query may take before it is cancelled (e.g. 30s, 500ms, 2m; default: no
+    /// limit, and 30s for `serve` and `mcp`, whose requests may ask for less).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = serve::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+
     /// Zone of day boundaries and time buckets: UTC, local (default), an offset like +02:00 or an
     /// IANA name like Europe/Warsaw (daylight saving followed).
     #[arg(long, global = true, value_name = "ZONE")]
@@ -101,6 +106,7 @@ const VALUE_FLAGS: &[&str] = &[
     "--limit",
     "--offset",
     "--memory-limit",
+    "--timeout",
     "--tz",
     "--source",
     "--snapshot-url",
@@ -330,25 +336,49 @@ pub enum AssertionsCommand {
     },
 }
 
-/// A failure with its exit code.
+/// A failure with its exit code, and the error body `--format json` writes (a library error's,
+/// or one of class `usage` or `internal` for the command line's own).
 pub struct Failure {
     code: u8,
     message: String,
+    body: Option<crate::ErrorBody>,
 }
 
 impl Failure {
     /// A runtime failure (exit 1).
     pub fn runtime(message: impl std::fmt::Display) -> Self {
-        Failure {
-            code: 1,
-            message: message.to_string(),
-        }
+        Failure::of_class(crate::ErrorClass::Internal, "failed", message)
     }
     /// A usage error (exit 2).
     pub fn usage(message: impl std::fmt::Display) -> Self {
+        Failure::of_class(crate::ErrorClass::Usage, "invalid_usage", message)
+    }
+    /// A failure of `class` with `code`.
+    fn of_class(
+        class: crate::ErrorClass,
+        code: &'static str,
+        message: impl std::fmt::Display,
+    ) -> Self {
+        let message = message.to_string();
         Failure {
-            code: 2,
-            message: message.to_string(),
+            code: class.exit_code(),
+            body: Some(crate::ErrorBody {
+                code,
+                class,
+                status: class.http_status(),
+                message: message.clone(),
+                diagnostics: serde_json::json!([{"code": code, "message": message}]),
+                rendered: None,
+            }),
+            message,
+        }
+    }
+    /// A library error: the exit code of its class; `query` is the text it is about.
+    fn of(e: &Error, query: Option<&str>) -> Self {
+        Failure {
+            code: e.class().exit_code(),
+            message: e.message(),
+            body: Some(e.body(query)),
         }
     }
     /// A failure whose message was already written (a rendered diagnostic).
@@ -356,6 +386,7 @@ impl Failure {
         Failure {
             code,
             message: String::new(),
+            body: None,
         }
     }
 }
@@ -369,9 +400,13 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    let json = matches!(cli.format, Some(Format::Json | Format::SqlJson));
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
+            if json && let Some(body) = &f.body {
+                emit(&format!("{}\n", body.to_json()));
+            }
             if !f.message.is_empty() {
                 eprintln!("error: {}", f.message);
             }
@@ -420,9 +455,13 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
     if let Some(verb) = admin_only_verb(&command)
         && !scope_of(&cli)?.is_admin()
     {
-        return Err(Failure::usage(format!(
-            "`quarry {verb}` is only for the admin scope (a reader scope queries with `quarry QUERY`, `quarry sql` and `quarry export`)"
-        )));
+        return Err(Failure::of_class(
+            crate::ErrorClass::Forbidden,
+            "admin_only",
+            format!(
+                "`quarry {verb}` is only for the admin scope (a reader scope queries with `quarry QUERY`, `quarry sql` and `quarry export`)"
+            ),
+        ));
     }
     match command {
         Command::Query { query } => run_query(&query.join(" "), &cli, Language::Query),
@@ -644,39 +683,29 @@ fn scope_named(cli: &Cli, name: &str) -> Result<crate::Scope, Failure> {
     crate::scope::resolve(name, &file).map_err(Failure::usage)
 }
 
-/// A library error as a failure of its class: exit 2 for a usage error, 1 otherwise.
+/// A library error as a failure of its class (the one map: `Error::class`).
 pub(crate) fn by_class(e: Error) -> Failure {
-    if e.is_usage() {
-        Failure::usage(e)
-    } else {
-        Failure::runtime(e)
-    }
+    Failure::of(&e, None)
 }
 
-/// A library error as the command line reports it: a query's diagnostics drawn under the query
-/// (or as JSON), a planning refusal as a diagnostic, anything else as a message; exit 2 for a
-/// usage error, 1 for a failure while running.
+/// A library error as the command line reports it: with `--format json` the error body on
+/// standard output (the one HTTP and MCP send); else a query's diagnostics drawn under the
+/// query, anything else as a message on standard error. The exit code is its class's.
 fn failure(query: &str, e: Error, json: bool) -> Failure {
     match e {
-        Error::Query(diagnostics) => {
-            if json {
-                emit(&format!("{}\n", diagnostics.to_json()));
-            } else {
-                eprint!(
-                    "{}",
-                    quarry_grammar::render(query, &diagnostics, stderr_color())
-                );
-            }
-            Failure::silent(2)
+        Error::Query(diagnostics) if !json => {
+            eprint!(
+                "{}",
+                quarry_grammar::render(query, &diagnostics, stderr_color())
+            );
+            Failure::silent(Error::Query(diagnostics).class().exit_code())
         }
-        e if json && (e.is_plan_refusal() || matches!(e, Error::SqlRefused { .. })) => {
-            emit(&format!(
-                "{}\n",
-                serde_json::json!({"diagnostics": e.diagnostics_json()})
-            ));
-            Failure::silent(2)
-        }
-        e => by_class(e),
+        // The diagnostics say it all, in the body.
+        e @ Error::Query(_) => Failure {
+            message: String::new(),
+            ..Failure::of(&e, Some(query))
+        },
+        e => Failure::of(&e, Some(query)),
     }
 }
 
@@ -733,11 +762,14 @@ fn run_query(query: &str, cli: &Cli, language: Language) -> Result<(), Failure> 
         Some(path) => Destination::file(path).map_err(Failure::runtime)?,
         None => Destination::stdout(),
     };
+    let request = crate::Request {
+        language,
+        text: query.to_string(),
+        caps,
+        timeout: cli.timeout,
+    };
     let written = block_on(async {
-        let stream = match language {
-            Language::Sql => quarry.sql(query, caps).await?,
-            _ => quarry.query(query, caps).await?,
-        };
+        let stream = quarry.run(&request).await?;
         let unit = stream.meta().unit.clone();
         let written = output::write(stream, format, &mut destination)
             .await
@@ -769,18 +801,19 @@ fn run_query(query: &str, cli: &Cli, language: Language) -> Result<(), Failure> 
 
 fn run_audit(cli: &Cli) -> Result<(), Failure> {
     let quarry = Quarry::open(&options(cli)?).map_err(by_class)?;
-    let records = quarry
-        .audit_records(cli.limit.unwrap_or(50))
-        .map_err(by_class)?;
+    let limit = cli.limit.unwrap_or(50);
+    let records = quarry.audit_records(limit).map_err(by_class)?;
+    let (requests, refusals) = quarry.audit_requests(limit).map_err(by_class)?;
     if cli.format() == Format::Json {
-        emit(&format!("{}\n", serde_json::json!({ "records": records })));
+        emit(&format!(
+            "{}\n",
+            serde_json::json!({ "records": records, "requests": requests, "refusals": refusals })
+        ));
         return Ok(());
     }
     let mut out = String::new();
     for r in &records {
-        let when = chrono::DateTime::from_timestamp_millis(r.at_ms)
-            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
-            .unwrap_or_default();
+        let when = utc_time(r.at_ms);
         let outcome = match (&r.status, &r.error) {
             (None, _) => "no outcome (no result was returned)".to_string(),
             (Some(_), Some(e)) => format!("error: {e}"),
@@ -808,8 +841,51 @@ fn run_audit(cli: &Cli) -> Result<(), Failure> {
     if records.is_empty() {
         out.push_str("no audited queries yet\n");
     }
+    if !requests.is_empty() {
+        out.push_str("\nrequests that ran no query, newest first:\n");
+    }
+    for r in &requests {
+        let outcome = match (&r.code, &r.error) {
+            (Some(code), Some(e)) => format!("{code}: {e}"),
+            _ => r.status.clone(),
+        };
+        out.push_str(&format!(
+            "#{} {} UTC  {} via {} as {}: {} {}{}\n    {outcome}\n",
+            r.request_id,
+            utc_time(r.at_ms),
+            r.who.as_deref().unwrap_or("?"),
+            r.surface,
+            r.scope.as_deref().unwrap_or("?"),
+            r.kind,
+            r.target,
+            r.text
+                .as_deref()
+                .map(|t| format!(": {}", t.replace('\n', " ")))
+                .unwrap_or_default(),
+        ));
+    }
+    if !refusals.is_empty() {
+        out.push_str("\nrefused before the caller was known, per minute and source:\n");
+    }
+    for r in &refusals {
+        out.push_str(&format!(
+            "{} UTC  {} from {}: {} × {}\n",
+            utc_time(r.minute_ms),
+            r.surface,
+            r.source,
+            r.count,
+            r.code
+        ));
+    }
     emit(&out);
     Ok(())
+}
+
+/// Milliseconds since the epoch as `YYYY-MM-DD HH:MM:SS` (UTC).
+fn utc_time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_default()
 }
 
 fn run_explain_plan(query: &str, cli: &Cli) -> Result<(), Failure> {
@@ -859,8 +935,10 @@ fn exit_with(code: i32) -> Result<(), Failure> {
 
 fn assertion_failure(e: crate::assertions::AssertionError) -> Failure {
     match e {
-        crate::assertions::AssertionError::UnknownSession(_)
-        | crate::assertions::AssertionError::AmbiguousSession(..) => Failure::usage(e),
+        crate::assertions::AssertionError::UnknownSession(_) => {
+            Failure::of_class(crate::ErrorClass::NotFound, "not_found", e)
+        }
+        crate::assertions::AssertionError::AmbiguousSession(..) => Failure::usage(e),
         other => Failure::runtime(other),
     }
 }

@@ -24,13 +24,10 @@ pub struct ServeArgs {
     pub limits: LimitArgs,
 }
 
-/// The bounds of the servers' queries.
+/// The bounds of the servers' queries (the global --timeout is the longest a request may take:
+/// 30s unless given).
 #[derive(Debug, Args)]
 pub struct LimitArgs {
-    /// The longest a query may run before it is cancelled (e.g. 30s, 500ms, 2m); a request
-    /// may ask for less with timeout_ms.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    pub timeout: std::time::Duration,
     /// The most rows of a JSON answer (beyond it the answer is `truncated`); streamed answers
     /// (NDJSON, Arrow) are not capped.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
@@ -39,7 +36,7 @@ pub struct LimitArgs {
     #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = super::parse_size)]
     pub max_body: usize,
     /// How many queries run at once (more wait for a slot, within their timeout); they share
-    /// --memory-limit (default 4GiB for a server) equally.
+    /// --memory-limit (default 4GiB for a server) in one fair pool.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub max_concurrent: u64,
 }
@@ -187,22 +184,29 @@ mod engine {
 
     use super::{LimitArgs, McpArgs, ServeArgs, tokens_file};
     use crate::cli::{Cli, Failure, by_class, options};
-    use crate::server::{Backend, Limits};
+    use crate::server::{Limits, Service};
 
-    fn backend(cli: &Cli, limits: &LimitArgs) -> Result<Backend, Failure> {
-        let base = options(cli)?;
+    /// The service of a server: one engine for the process, the scopes file, the bounds.
+    fn service(cli: &Cli, limits: &LimitArgs) -> Result<Service, Failure> {
+        let mut base = options(cli)?;
         let scopes_file = match &cli.scopes {
             Some(file) => file.clone(),
             None => crate::scope::default_scopes_file(&base.archive),
         };
+        let defaults = Limits::default();
         let limits = Limits {
-            timeout: limits.timeout,
+            timeout: cli.timeout.unwrap_or(defaults.timeout),
             max_rows: limits.max_rows,
             max_body: limits.max_body,
             max_concurrent: usize::try_from(limits.max_concurrent).unwrap_or(8),
-            memory_limit: base.memory_limit.or(Limits::default().memory_limit),
+            memory_limit: base.memory_limit.or(defaults.memory_limit),
         };
-        Ok(Backend::new(base, scopes_file, limits))
+        // One pool for every query the server runs.
+        base.memory_limit = limits.memory_limit;
+        // The engine's own default session is the admin scope's (each request has its own).
+        base.scope = crate::Scope::Admin;
+        let quarry = crate::Quarry::open(&base).map_err(by_class)?;
+        Ok(Service::new(quarry, scopes_file, limits))
     }
 
     /// `quarry serve`.
@@ -212,23 +216,24 @@ mod engine {
                 "quarry serve takes no --scope: each token's scope decides (see `quarry token add --scope`)",
             ));
         }
-        let backend = backend(cli, &args.limits)?;
         let options = crate::server::http::ServeOptions {
             listen: args.listen,
             tokens: tokens_file(cli, args.tokens),
         };
-        crate::block_on(crate::server::http::serve(backend, options))
+        // The tokens file is checked before the archive is opened.
+        crate::tokens::Tokens::load(&options.tokens).map_err(Failure::usage)?;
+        let service = service(cli, &args.limits)?;
+        crate::block_on(crate::server::http::serve(service, options))
             .map_err(by_class)?
             .map_err(|e| match e {
-                crate::server::http::ServeError::Listen { .. }
-                | crate::server::http::ServeError::Archive(_) => Failure::runtime(e),
+                crate::server::http::ServeError::Listen { .. } => Failure::runtime(e),
                 other => Failure::usage(other),
             })
     }
 
     /// `quarry mcp`.
     pub fn run_mcp(cli: &Cli, args: McpArgs) -> Result<(), Failure> {
-        let backend = backend(cli, &args.limits)?;
+        let service = service(cli, &args.limits)?;
         let mode = match &args.session {
             Some(reference) => {
                 if cli.scope.is_some() {
@@ -236,7 +241,7 @@ mod engine {
                         "give --session or --scope, not both: a pinned server sees its one session",
                     ));
                 }
-                let archive = quarry_providers::Archive::open_read_only(backend.archive())
+                let archive = quarry_providers::Archive::open_read_only(service.quarry().archive())
                     .map_err(Failure::runtime)?;
                 let session_id = crate::assertions::resolve_session(archive.conn(), reference)
                     .map_err(Failure::usage)?;
@@ -245,7 +250,7 @@ mod engine {
             None => crate::server::mcp::Mode::Open(mcp_scope(cli)?),
         };
         let server =
-            crate::server::mcp::McpServer::new(Arc::new(backend), mode, crate::location::os_user());
+            crate::server::mcp::McpServer::new(Arc::new(service), mode, crate::location::os_user());
         crate::block_on(crate::server::mcp::serve_stdio(server))
             .map_err(by_class)?
             .map_err(by_class)

@@ -32,8 +32,8 @@ use datafusion::logical_expr::{
     when,
 };
 use datafusion::physical_plan::{ExecutionPlan, collect};
-use datafusion::prelude::SessionContext;
 
+use super::source::Providers;
 use crate::api::UnpricedModel;
 use crate::prices::{Cost, Missing, PriceTable, Tokens};
 
@@ -266,11 +266,15 @@ fn cost_expr(part: Part, column: &str, pricing: &Arc<Pricing>) -> Expr {
     .alias(column)
 }
 
-/// Replaces `usage` and `sessions` in `ctx` by their priced forms (see the module docs). A
-/// catalog without them (a narrow scope) is left as it is.
-pub fn register(ctx: &SessionContext, pricing: &Arc<Pricing>) -> Result<()> {
-    let Some(usage) = ctx.deregister_table("usage")? else {
-        return Ok(());
+/// `tables` with the computed columns: `usage` becomes a view adding `cost_usd` and its parts,
+/// `sessions` a [`SessionsWithCost`] over the (unpriced) usage; the rest stay as they are.
+pub fn priced(tables: Providers, pricing: &Arc<Pricing>) -> Result<Providers> {
+    let Some(usage) = tables
+        .iter()
+        .find(|(name, _)| *name == "usage")
+        .map(|(_, p)| Arc::clone(p))
+    else {
+        return Ok(tables);
     };
     let mut columns: Vec<Expr> = usage
         .schema()
@@ -286,12 +290,22 @@ pub fn register(ctx: &SessionContext, pricing: &Arc<Pricing>) -> Result<()> {
     let plan = LogicalPlanBuilder::scan("usage", provider_as_source(Arc::clone(&usage)), None)?
         .project(columns)?
         .build()?;
-    ctx.register_table("usage", Arc::new(ViewTable::new(plan, None)))?;
-    if let Some(sessions) = ctx.deregister_table("sessions")? {
-        let priced = SessionsWithCost::new(sessions, usage, Arc::clone(pricing));
-        ctx.register_table("sessions", Arc::new(priced))?;
-    }
-    Ok(())
+    let view: Arc<dyn TableProvider> = Arc::new(ViewTable::new(plan, None));
+    Ok(tables
+        .into_iter()
+        .map(|(name, provider)| match name {
+            "usage" => (name, Arc::clone(&view)),
+            "sessions" => {
+                let priced: Arc<dyn TableProvider> = Arc::new(SessionsWithCost::new(
+                    provider,
+                    Arc::clone(&usage),
+                    Arc::clone(pricing),
+                ));
+                (name, priced)
+            }
+            _ => (name, provider),
+        })
+        .collect())
 }
 
 /// `sessions` with `cost_usd` after its stored columns: a scan that does not read it is the

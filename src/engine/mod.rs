@@ -1,7 +1,17 @@
-//! The engine behind the library API: one DataFusion `SessionContext` over the archive (a
-//! TableProvider per table, the language's functions, a memory pool that spills, a planner that
-//! knows [`count::CountRows`]), turning a query into a record-batch stream. Every table
-//! reference is scanned once: an aggregate's `input_rows` is counted as its input flows.
+//! The engine behind the library API: one long-lived [`Engine`] per archive and process, and a
+//! cheap [`Session`] per request.
+//!
+//! The engine is built once: one DataFusion runtime (one fair spill pool shared by every
+//! running query, one disk manager), the language's functions registered once, the planner that
+//! knows [`count::CountRows`], the price table. What depends on the archive's contents is kept
+//! per archive generation and refreshed when the generation moves: the chosen storage and its
+//! providers, the admin scope's view ([`view::Catalog`]), and each reader scope's view
+//! ([`scope::Readers`], refreshed partition by partition). A session is a clone of its scope's
+//! session state over those shared providers; nothing is read from the archive when nothing
+//! changed, and every request still computes its own answer (there is no result cache).
+//!
+//! Every table reference is scanned once: an aggregate's `input_rows` is counted as its input
+//! flows.
 
 mod cost;
 mod count;
@@ -9,14 +19,17 @@ mod scope;
 pub mod source;
 mod sql;
 mod topk;
+mod view;
 mod yields;
 
 use std::num::NonZeroUsize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use datafusion::common::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::context::SessionState;
 use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
@@ -24,15 +37,23 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use self::count::RowCounter;
 use self::count::{CountRows, QuarryQueryPlanner};
-use crate::api::{Attachment, Caps, Error, Options, QueryStream, ResultMeta, Scope, Source};
+use self::view::{Catalog, Stamp, View, Watch};
+use crate::api::{
+    Attachment, Caps, Deadline, Error, Options, QueryStream, Request, ResultMeta, Scope, Source,
+};
 use crate::audit::{AuditLog, Caller, Language, Outcome, Ticket};
 use crate::lower::clock::{Clock, ClockError};
 use crate::lower::tables::Tables;
 use crate::lower::{LowerError, lower};
 
+/// How long `--source auto`, having fallen back to the archive, trusts that no fresh snapshot
+/// appeared at the same generation before it looks again.
+const SNAPSHOT_RECHECK: Duration = Duration::from_secs(1);
+
 /// A DataFusion failure as the library's error: running out of the memory pool is
-/// [`Error::MemoryLimit`], anything else [`Error::Execution`]. (A function rather than a `From`
-/// impl, so no DataFusion type shows in the public API.)
+/// [`Error::MemoryLimit`], anything else [`Error::Execution`] with the failure kept as its
+/// cause. (A function rather than a `From` impl, so no DataFusion type shows in the public
+/// API.)
 pub(crate) fn engine_error(e: DataFusionError) -> Error {
     match e.find_root() {
         DataFusionError::ResourcesExhausted(message) => {
@@ -45,7 +66,7 @@ pub(crate) fn engine_error(e: DataFusionError) -> Error {
                 .trim_end_matches('.');
             Error::MemoryLimit(failed.to_string())
         }
-        _ => Error::Execution(e.to_string()),
+        _ => Error::failed(e),
     }
 }
 
@@ -62,32 +83,58 @@ fn clock_error(e: ClockError) -> Error {
     Error::Setting(e.0)
 }
 
-/// The engine over one archive.
+/// Runs blocking work (SQLite reads) off the async workers when there are any.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle
+            .spawn_blocking(work)
+            .await
+            .map_err(|e| Error::Internal(format!("a blocking task failed: {e}")))?,
+        Err(_) => work(),
+    }
+}
+
+/// The long-lived engine over one archive (see the module docs).
 pub struct Engine {
-    ctx: SessionContext,
-    clock: Clock,
-    path: PathBuf,
-    chosen: source::Chosen,
+    options: Options,
+    template: SessionState,
     pricing: Arc<cost::Pricing>,
-    scope: Scope,
-    caller: Caller,
     audit: AuditLog,
+    watch: Watch,
+    catalog: tokio::sync::Mutex<Current>,
+    /// The storage of the catalog last opened (readable without waiting for a refresh).
+    source: std::sync::Mutex<Option<Source>>,
+    readers: tokio::sync::Mutex<scope::Readers>,
+}
+
+/// The catalog of the generation last seen.
+#[derive(Default)]
+struct Current {
+    catalog: Option<Arc<Catalog>>,
+    /// When a fallen-back catalog last looked for a fresh snapshot.
+    checked: Option<Instant>,
 }
 
 impl Engine {
-    /// An engine over the archive of `options` (which must exist).
+    /// An engine over the archive of `options` (which must exist). Opening reads only the
+    /// archive's generation; the tables are opened by the first session.
     pub fn open(options: &Options) -> Result<Self, Error> {
         let path = &options.archive;
         if !path.exists() {
             return Err(Error::MissingArchive(path.clone()));
         }
+        let watch = Watch::new(path);
         // Fails early on a file that is not an archive.
-        let generation = read_generation(path)?;
+        watch.stamp()?;
+        // Fails early on a wrong zone.
+        Clock::from_env(options.tz.as_deref()).map_err(clock_error)?;
         let mut runtime = RuntimeEnvBuilder::new();
         if let Some(limit) = options.memory_limit {
-            // A fair pool: spilling operators (sorts, aggregates) share what the others leave,
-            // so one sort cannot starve the merge that follows it; errors name the top
-            // consumers.
+            // One fair pool for every query of the process: spilling operators (sorts,
+            // aggregates) share what the others leave, so one sort cannot starve the merge
+            // that follows it, nor one query the others; errors name the top consumers.
             let pool = TrackConsumersPool::new(
                 FairSpillPool::new(limit),
                 NonZeroUsize::new(5).unwrap_or(NonZeroUsize::MIN),
@@ -103,14 +150,10 @@ impl Engine {
             .build();
         let ctx = SessionContext::new_with_state(state);
         quarry_udf::functions::register_all(&ctx);
-        let chosen = source::register(&ctx, options, generation)?;
-        if let Scope::Reader(reader) = &options.scope {
-            scope::apply(&ctx, path, reader)?;
-        }
+        let template = ctx.state();
         let prices = crate::prices::PriceTable::load(options.prices.as_deref())
             .map_err(|e| Error::Setting(e.to_string()))?;
         let pricing = Arc::new(cost::Pricing::new(prices));
-        cost::register(&ctx, &pricing).map_err(engine_error)?;
         let audit = AuditLog::at(
             options
                 .audit_file
@@ -118,14 +161,14 @@ impl Engine {
                 .unwrap_or_else(|| crate::audit::default_audit_file(path)),
         );
         Ok(Engine {
-            ctx,
-            clock: Clock::from_env(options.tz.as_deref()).map_err(clock_error)?,
-            path: path.clone(),
-            chosen,
+            options: options.clone(),
+            template,
             pricing,
-            scope: options.scope.clone(),
-            caller: options.caller.clone(),
             audit,
+            watch,
+            catalog: tokio::sync::Mutex::new(Current::default()),
+            source: std::sync::Mutex::new(None),
+            readers: tokio::sync::Mutex::new(scope::Readers::default()),
         })
     }
 
@@ -135,26 +178,153 @@ impl Engine {
         self.pricing.take_unpriced()
     }
 
-    /// The scope the session was opened with.
-    pub fn scope(&self) -> &Scope {
-        &self.scope
-    }
-
     /// The audit trail of this archive.
     pub fn audit(&self) -> &AuditLog {
         &self.audit
     }
 
-    /// Records the intent to run `text`: the query may run only when this succeeds.
-    pub(crate) fn intend(&self, language: Language, text: &str) -> Result<Ticket, Error> {
-        self.audit
-            .intend(&self.caller, self.scope.name(), language, text)
-            .map_err(|e| Error::Audit(e.to_string()))
+    /// The archive file.
+    pub fn path(&self) -> &Path {
+        &self.options.archive
     }
 
-    /// The storage this engine reads.
+    /// The options it was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The storage the current generation's catalog reads (`None` before the first session).
+    pub fn source(&self) -> Option<Source> {
+        *self.source.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A session under `scope` for `caller`: its scope's view as of the archive's generation
+    /// now (brought up to date first when the generation moved).
+    pub async fn session(self: &Arc<Self>, scope: Scope, caller: Caller) -> Result<Session, Error> {
+        let catalog = self.catalog().await?;
+        let view = match &scope {
+            Scope::Admin => catalog.admin.clone(),
+            Scope::Reader(reader) => {
+                let parts = scope::Parts {
+                    archive: &self.options.archive,
+                    template: &self.template,
+                    pricing: &self.pricing,
+                };
+                self.readers
+                    .lock()
+                    .await
+                    .view(reader, &catalog, &parts)
+                    .await?
+            }
+        };
+        Session::new(self.clone(), view, scope, caller)
+    }
+
+    /// The catalog of the archive's generation now.
+    async fn catalog(&self) -> Result<Arc<Catalog>, Error> {
+        let stamp = self.watch.stamp()?;
+        let mut current = self.catalog.lock().await;
+        if let Some(catalog) = current.catalog.clone()
+            && catalog.stamp == stamp
+        {
+            let recheck = catalog.chosen.fell_back
+                && current
+                    .checked
+                    .is_none_or(|at| at.elapsed() >= SNAPSHOT_RECHECK);
+            if !recheck {
+                return Ok(catalog);
+            }
+            current.checked = Some(Instant::now());
+            if !self.fresh_snapshot(stamp).await {
+                return Ok(catalog);
+            }
+        }
+        let catalog = Arc::new(self.open_catalog(stamp).await?);
+        *self.source.lock().unwrap_or_else(|p| p.into_inner()) = Some(catalog.chosen.source);
+        current.catalog = Some(catalog.clone());
+        current.checked = Some(Instant::now());
+        Ok(catalog)
+    }
+
+    /// Whether a snapshot as of `stamp`'s generation exists now.
+    async fn fresh_snapshot(&self, stamp: Stamp) -> bool {
+        let Ok(root) = source::snapshot_location(&self.options) else {
+            return false;
+        };
+        matches!(
+            quarry_providers::snapshot::manifest::read(&root).await,
+            Ok(Some(m)) if m.generation == stamp.generation
+                && m.schema_version == quarry_providers::SCHEMA_VERSION
+        )
+    }
+
+    /// Opens the tables of the archive as of `stamp`.
+    async fn open_catalog(&self, stamp: Stamp) -> Result<Catalog, Error> {
+        let (chosen, stored) =
+            source::open(&self.options, stamp.generation, self.template.runtime_env()).await?;
+        let admin = cost::priced(stored.clone(), &self.pricing).map_err(engine_error)?;
+        let admin = Arc::new(View::new(&self.template, admin, &chosen)?);
+        Ok(Catalog {
+            stamp,
+            chosen,
+            stored,
+            admin,
+        })
+    }
+
+    /// The archive's generation now.
+    fn generation(&self) -> Result<i64, Error> {
+        Ok(self.watch.stamp()?.generation)
+    }
+}
+
+/// One request's session: its scope's view, a DataFusion context cloned from it, the clock of
+/// the request, and who asks.
+pub struct Session {
+    engine: Arc<Engine>,
+    view: Arc<View>,
+    ctx: SessionContext,
+    clock: Clock,
+    scope: Scope,
+    caller: Caller,
+}
+
+impl Session {
+    fn new(
+        engine: Arc<Engine>,
+        view: Arc<View>,
+        scope: Scope,
+        caller: Caller,
+    ) -> Result<Self, Error> {
+        let clock = Clock::from_env(engine.options.tz.as_deref()).map_err(clock_error)?;
+        Ok(Session {
+            ctx: SessionContext::new_with_state(view.state().clone()),
+            engine,
+            view,
+            clock,
+            scope,
+            caller,
+        })
+    }
+
+    /// The scope the session was opened with.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Who asks.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// The engine it belongs to.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The storage the session reads.
     pub fn source(&self) -> Source {
-        self.chosen.source
+        self.view.chosen().source
     }
 
     /// The session's DataFusion context (exports run their plans in it).
@@ -162,16 +332,19 @@ impl Engine {
         &self.ctx
     }
 
-    /// The archive file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Records the intent to run `text`: the query may run only when this succeeds.
+    pub(crate) fn intend(&self, language: Language, text: &str) -> Result<Ticket, Error> {
+        self.engine
+            .audit
+            .intend(&self.caller, self.scope.name(), language, text)
+            .map_err(Error::Audit)
     }
 
     /// Parses, resolves and lowers `query`: the plan of its rows (an aggregate's input counted
     /// on the way), what the answer is, and the plans of attached rows.
     async fn plan(&self, query: &str) -> Result<Planned, Error> {
         let resolved = quarry_grammar::check(query).map_err(Error::Query)?;
-        let tables = Tables::load(&self.ctx).await.map_err(engine_error)?;
+        let tables = Tables::from_providers(self.view.tables());
         let lowered = lower(&resolved, &tables, &self.clock).map_err(lower_error)?;
         let (plan, counter) = if lowered.aggregated {
             let counter = RowCounter::default();
@@ -184,7 +357,7 @@ impl Engine {
             unit: resolved.unit_source.to_string(),
             semantics: resolved.semantics,
             exact: true,
-            source: self.chosen.source,
+            source: self.source(),
             generation: self.generation()?,
             skipped_partitions: 0,
             aggregate: counter.is_some(),
@@ -200,63 +373,97 @@ impl Engine {
         })
     }
 
+    /// Runs `request` (either language), streaming its rows subject only to its caps, within
+    /// its time limit: planning and every batch after it (the stream fails with
+    /// [`Error::Timeout`] once the limit passes, and records it as the outcome).
+    pub async fn run(&self, request: &Request) -> Result<QueryStream, Error> {
+        self.run_by(request, request.timeout.map(Deadline::after))
+            .await
+    }
+
+    /// Runs `request` as [`Session::run`] does, within `deadline` rather than its own time
+    /// limit (a server's deadline counts from when the request came, its wait for a query slot
+    /// included).
+    pub async fn run_by(
+        &self,
+        request: &Request,
+        deadline: Option<Deadline>,
+    ) -> Result<QueryStream, Error> {
+        let mut ticket = self.intend(request.language, &request.text)?;
+        if let Some(fault) = injected_fault() {
+            let _ = ticket.finish(Outcome::Error(&fault.message()));
+            return Err(fault);
+        }
+        let started = async {
+            match request.language {
+                Language::Sql => self.start_sql(&request.text, request.caps).await,
+                _ => self.start_query(&request.text, request.caps).await,
+            }
+        };
+        let started = match deadline {
+            Some(d) => tokio::time::timeout_at(d.at, started)
+                .await
+                .unwrap_or(Err(Error::Timeout(d.limit))),
+            None => started.await,
+        };
+        audited(ticket, started, request.caps).map(|stream| stream.until(deadline))
+    }
+
     /// Runs `query`, streaming its rows subject only to the caller's `caps`.
     pub async fn query(&self, query: &str, caps: Caps) -> Result<QueryStream, Error> {
-        let ticket = self.intend(Language::Query, query)?;
-        let started = async {
-            let planned = self.plan(query).await?;
-            let stream = self.execute(planned.plan, caps).await?;
-            Ok(Started {
-                meta: planned.meta,
-                stream,
-                counter: planned.counter,
-                attached: planned.attached,
-            })
-        }
-        .await;
-        audited(ticket, started, caps)
+        self.run(&Request::query(query).with_caps(caps)).await
     }
 
     /// Runs one read-only SQL query (checked before planning, see [`sql`]), streaming its rows
     /// subject only to the caller's `caps`.
     pub async fn sql(&self, text: &str, caps: Caps) -> Result<QueryStream, Error> {
-        let ticket = self.intend(Language::Sql, text)?;
-        let started = async {
-            let statement = sql::check(text, self.scope.is_admin())?;
-            let plan = self
-                .ctx
-                .state()
-                .statement_to_plan(statement)
-                .await
-                .map_err(sql_plan_error)?;
-            datafusion::execution::context::SQLOptions::new()
-                .with_allow_ddl(false)
-                .with_allow_dml(false)
-                .with_allow_statements(false)
-                .verify_plan(&plan)
-                .map_err(sql_plan_error)?;
-            let meta = ResultMeta {
-                unit: "sql".into(),
-                semantics: crate::api::Semantics::Exhaustive,
-                exact: true,
-                source: self.chosen.source,
-                generation: self.generation()?,
-                skipped_partitions: 0,
-                aggregate: false,
-            };
-            let stream = self.execute(plan, caps).await?;
-            Ok(Started {
-                meta,
-                stream,
-                counter: None,
-                attached: Attached {
-                    ctx: self.ctx.clone(),
-                    plans: Vec::new(),
-                },
-            })
-        }
-        .await;
-        audited(ticket, started, caps)
+        self.run(&Request::sql(text).with_caps(caps)).await
+    }
+
+    async fn start_query(&self, query: &str, caps: Caps) -> Result<Started, Error> {
+        let planned = self.plan(query).await?;
+        let stream = self.execute(planned.plan, caps).await?;
+        Ok(Started {
+            meta: planned.meta,
+            stream,
+            counter: planned.counter,
+            attached: planned.attached,
+        })
+    }
+
+    async fn start_sql(&self, text: &str, caps: Caps) -> Result<Started, Error> {
+        let statement = sql::check(text, self.scope.is_admin())?;
+        let plan = self
+            .ctx
+            .state()
+            .statement_to_plan(statement)
+            .await
+            .map_err(sql_plan_error)?;
+        datafusion::execution::context::SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false)
+            .verify_plan(&plan)
+            .map_err(sql_plan_error)?;
+        let meta = ResultMeta {
+            unit: "sql".into(),
+            semantics: crate::api::Semantics::Exhaustive,
+            exact: true,
+            source: self.source(),
+            generation: self.generation()?,
+            skipped_partitions: 0,
+            aggregate: false,
+        };
+        let stream = self.execute(plan, caps).await?;
+        Ok(Started {
+            meta,
+            stream,
+            counter: None,
+            attached: Attached {
+                ctx: self.ctx.clone(),
+                plans: Vec::new(),
+            },
+        })
     }
 
     /// The rows of `plan` under `caps`, as DataFusion streams them.
@@ -267,7 +474,7 @@ impl Engine {
     ) -> Result<datafusion::execution::SendableRecordBatchStream, Error> {
         // One row more than the cap tells whether the cap cut anything.
         let plan = with_caps(plan, caps).map_err(engine_error)?;
-        if self.chosen.source == Source::Snapshot
+        if self.source() == Source::Snapshot
             && let Some(stream) = topk::execute(&self.ctx, &plan)
                 .await
                 .map_err(engine_error)?
@@ -285,48 +492,40 @@ impl Engine {
 
     /// The generation the answer reflects: the snapshot's, or the archive's now.
     fn generation(&self) -> Result<i64, Error> {
-        match self.chosen.snapshot_generation {
+        match self.view.chosen().snapshot_generation {
             Some(generation) => Ok(generation),
-            None => read_generation(&self.path),
+            None => self.engine.generation(),
         }
     }
 
     /// The tables and columns this session's catalog holds (for a reader scope, only what it
     /// may see), in name order, with the schema's description of each.
-    pub async fn catalog(&self) -> Result<Vec<crate::api::CatalogTable>, Error> {
-        let schema = self
-            .ctx
-            .catalog("datafusion")
-            .and_then(|c| c.schema("public"))
-            .ok_or_else(|| Error::Execution("the session has no default schema".into()))?;
-        let mut names = schema.table_names();
-        names.sort();
-        let mut tables = Vec::with_capacity(names.len());
-        for name in names {
-            let Some(provider) = schema.table(&name).await.map_err(engine_error)? else {
-                continue;
-            };
-            let described = quarry_schema::table(&name);
-            let columns = provider
-                .schema()
-                .fields()
-                .iter()
-                .map(|field| crate::api::CatalogColumn {
-                    name: field.name().clone(),
-                    ty: crate::output::envelope::type_name(field.data_type()),
-                    nullable: field.is_nullable(),
-                    description: described
-                        .and_then(|t| t.query_column(field.name()))
-                        .map(|c| c.doc.to_string()),
-                })
-                .collect();
-            tables.push(crate::api::CatalogTable {
-                description: described.map(|t| t.doc.to_string()),
-                name,
-                columns,
-            });
-        }
-        Ok(tables)
+    pub fn catalog(&self) -> Vec<crate::api::CatalogTable> {
+        self.view
+            .tables()
+            .iter()
+            .map(|(name, provider)| {
+                let described = quarry_schema::table(name);
+                let columns = provider
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|field| crate::api::CatalogColumn {
+                        name: field.name().clone(),
+                        ty: crate::output::envelope::type_name(field.data_type()),
+                        nullable: field.is_nullable(),
+                        description: described
+                            .and_then(|t| t.query_column(field.name()))
+                            .map(|c| c.doc.to_string()),
+                    })
+                    .collect();
+                crate::api::CatalogTable {
+                    description: described.map(|t| t.doc.to_string()),
+                    name: name.clone(),
+                    columns,
+                }
+            })
+            .collect()
     }
 
     /// The logical and physical plans of `query`, as DataFusion prints them.
@@ -336,7 +535,7 @@ impl Engine {
             return Err(Error::AdminOnly("explaining a plan"));
         }
         let planned = self.plan(query).await?;
-        let bound = match self.chosen.source {
+        let bound = match self.source() {
             Source::Snapshot => self.topk_bound(&planned.plan).await?,
             Source::Sqlite => None,
         };
@@ -347,7 +546,7 @@ impl Engine {
         .await
         .map_err(engine_error)?;
         let text = datafusion::arrow::util::pretty::pretty_format_batches(&explained)
-            .map_err(|e| Error::Execution(e.to_string()))?
+            .map_err(Error::failed)?
             .to_string();
         let bound = match bound {
             Some(bounds) => format!(
@@ -356,7 +555,10 @@ impl Engine {
             ),
             None => String::new(),
         };
-        Ok(format!("source: {}\n{bound}{text}", self.chosen.reason))
+        Ok(format!(
+            "source: {}\n{bound}{text}",
+            self.view.chosen().reason
+        ))
     }
 
     /// The bounds a top-k plan's scan would get from the snapshot's statistics (see [`topk`]).
@@ -370,6 +572,42 @@ impl Engine {
             shown.join(", then ")
         }))
     }
+
+    /// The same session with `name` answered by `provider` (tests wrap a provider).
+    #[cfg(test)]
+    pub(crate) fn with_table(
+        &self,
+        name: &str,
+        provider: Arc<dyn datafusion::datasource::TableProvider>,
+    ) -> Result<Session, Error> {
+        let view = Arc::new(self.view.with_table(name, provider)?);
+        Session::new(
+            self.engine.clone(),
+            view,
+            self.scope.clone(),
+            self.caller.clone(),
+        )
+    }
+
+    /// The provider answering `name` in this session.
+    #[cfg(test)]
+    pub(crate) fn table(
+        &self,
+        name: &str,
+    ) -> Option<Arc<dyn datafusion::datasource::TableProvider>> {
+        self.view.tables().get(name).cloned()
+    }
+}
+
+/// The failure a test asks for with `QUARRY_FAULT=internal`, in builds with debug assertions
+/// only (the test build): the one way to see an internal error on every surface.
+fn injected_fault() -> Option<Error> {
+    if cfg!(debug_assertions) && std::env::var("QUARRY_FAULT").is_ok_and(|v| v == "internal") {
+        return Some(Error::Internal(
+            "a fault injected by QUARRY_FAULT (a test hook of debug builds)".into(),
+        ));
+    }
+    None
 }
 
 /// The stream of a started query with its audit ticket, or the failure recorded as its outcome.
@@ -388,18 +626,36 @@ fn audited(
             Some(ticket),
         )),
         Err(e) => {
-            let _ = ticket.finish(Outcome::Error(&e.to_string()));
+            let _ = ticket.finish(Outcome::Error(&e.message()));
             Err(e)
         }
     }
 }
 
 /// A SQL statement DataFusion could not plan: a name outside the catalog (which, for a reader,
-/// is everything outside its scope) or a type error, reported as the query's fault.
+/// is everything outside its scope: the same "not found" as a table that does not exist) or a
+/// type error, reported as the query's fault.
 fn sql_plan_error(e: DataFusionError) -> Error {
     match e.find_root() {
         DataFusionError::ResourcesExhausted(_) => engine_error(e),
-        root => Error::Unplannable(root.to_string()),
+        root => {
+            let message = root.to_string();
+            if is_table_not_found(root) {
+                Error::NotFound(message)
+            } else {
+                Error::Unplannable(message)
+            }
+        }
+    }
+}
+
+/// Whether `e` is DataFusion's "table '…' not found".
+fn is_table_not_found(e: &DataFusionError) -> bool {
+    match e {
+        DataFusionError::Plan(message) => {
+            message.starts_with("table '") && message.ends_with("' not found")
+        }
+        _ => false,
     }
 }
 
@@ -474,16 +730,6 @@ fn count_aggregate_input(
     }
     let input = count_aggregate_input(inputs[0].clone(), counter)?;
     plan.with_new_exprs(plan.expressions(), vec![input])
-}
-
-/// The archive's generation now (it grows with every ingest that changed something).
-fn read_generation(path: &Path) -> Result<i64, Error> {
-    quarry_providers::Archive::open_read_only(path)
-        .and_then(|archive| archive.generation())
-        .map_err(|e| Error::Archive {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
 }
 
 /// `plan` under the caller's caps, fetching one row beyond the limit.

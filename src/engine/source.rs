@@ -1,15 +1,20 @@
-//! Which storage a session reads: the SQLite archive, or the columnar snapshot when it is as of
-//! the archive's generation (`--source auto`, the default), and the tables of the chosen one
-//! registered in the session's context.
+//! Which storage answers at one archive generation: the SQLite archive, or the columnar
+//! snapshot when it is as of the archive's generation (`--source auto`, the default), and the
+//! providers of the chosen one's tables.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use datafusion::prelude::SessionContext;
+use datafusion::datasource::TableProvider;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use quarry_providers::snapshot::{self, Manifest};
 use quarry_providers::store::{self, Location};
 
 use super::engine_error;
 use crate::api::{Error, Options, Source, SourceChoice};
+
+/// The tables of one storage, by SQL name, in the catalog's order.
+pub type Providers = Vec<(&'static str, Arc<dyn TableProvider>)>;
 
 /// The storage chosen, and why.
 #[derive(Debug, Clone)]
@@ -20,6 +25,9 @@ pub struct Chosen {
     pub snapshot_generation: Option<i64>,
     /// One line saying what was chosen and why (shown by `explain --plan`).
     pub reason: String,
+    /// Whether `--source auto` fell back to the archive because the snapshot was missing or
+    /// stale (so a snapshot written later, at the same generation, is worth looking for).
+    pub fell_back: bool,
 }
 
 /// The snapshot location of `options`: `--snapshot-url`, else the folder beside the archive.
@@ -33,38 +41,29 @@ pub fn snapshot_location(options: &Options) -> Result<Location, Error> {
     store::locate(&target).map_err(|e| Error::Setting(e.to_string()))
 }
 
-/// Reads the manifest at `root`, from any context (a thread of its own runs the store's I/O).
-pub fn read_manifest(root: &Location) -> Result<Option<Manifest>, Error> {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| Error::Snapshot(format!("cannot start a runtime: {e}")))?;
-                runtime
-                    .block_on(snapshot::manifest::read(root))
-                    .map_err(|e| Error::Snapshot(e.to_string()))
-            })
-            .join()
-            .map_err(|_| Error::Snapshot("reading the snapshot manifest panicked".into()))?
-    })
-}
-
-/// Chooses the storage for `options` over the archive at generation `generation` and registers
-/// its tables in `ctx`.
-pub fn register(ctx: &SessionContext, options: &Options, generation: i64) -> Result<Chosen, Error> {
-    let archive = options.archive.as_path();
+/// Chooses the storage for `options` over the archive at `generation` and opens its tables;
+/// a snapshot's store is registered in `runtime`, which runs their scans.
+pub async fn open(
+    options: &Options,
+    generation: i64,
+    runtime: &RuntimeEnv,
+) -> Result<(Chosen, Providers), Error> {
+    let archive = options.archive.clone();
     if options.source == SourceChoice::Sqlite {
-        register_archive(ctx, archive)?;
-        return Ok(Chosen {
-            source: Source::Sqlite,
-            snapshot_generation: None,
-            reason: "sqlite (--source sqlite)".into(),
-        });
+        return Ok((
+            Chosen {
+                source: Source::Sqlite,
+                snapshot_generation: None,
+                reason: "sqlite (--source sqlite)".into(),
+                fell_back: false,
+            },
+            archive_tables(&archive).await?,
+        ));
     }
     let root = snapshot_location(options)?;
-    let manifest = read_manifest(&root)?;
+    let manifest = snapshot::manifest::read(&root)
+        .await
+        .map_err(|e| Error::Snapshot(e.to_string()))?;
     let usable = match &manifest {
         None => Err(Error::NoSnapshot(root.display.clone())),
         Some(m)
@@ -81,18 +80,22 @@ pub fn register(ctx: &SessionContext, options: &Options, generation: i64) -> Res
     };
     match (usable, options.source) {
         (Ok(manifest), _) => {
-            snapshot::register_snapshot(ctx, archive, &root, manifest).map_err(engine_error)?;
-            Ok(Chosen {
-                source: Source::Snapshot,
-                snapshot_generation: Some(manifest.generation),
-                reason: format!(
-                    "snapshot at {} (generation {}, the archive's)",
-                    root.display, manifest.generation
-                ),
-            })
+            runtime.register_object_store(&root.store_url, Arc::clone(&root.store));
+            let tables = snapshot_tables(&archive, &root, manifest).await?;
+            Ok((
+                Chosen {
+                    source: Source::Snapshot,
+                    snapshot_generation: Some(manifest.generation),
+                    reason: format!(
+                        "snapshot at {} (generation {}, the archive's)",
+                        root.display, manifest.generation
+                    ),
+                    fell_back: false,
+                },
+                tables,
+            ))
         }
         (Err(e), SourceChoice::Auto) => {
-            register_archive(ctx, archive)?;
             let why = match e {
                 Error::StaleSnapshot {
                     location,
@@ -103,16 +106,38 @@ pub fn register(ctx: &SessionContext, options: &Options, generation: i64) -> Res
                 ),
                 _ => format!("no snapshot at {}", root.display),
             };
-            Ok(Chosen {
-                source: Source::Sqlite,
-                snapshot_generation: None,
-                reason: format!("sqlite (auto: {why})"),
-            })
+            Ok((
+                Chosen {
+                    source: Source::Sqlite,
+                    snapshot_generation: None,
+                    reason: format!("sqlite (auto: {why})"),
+                    fell_back: true,
+                },
+                archive_tables(&archive).await?,
+            ))
         }
         (Err(e), _) => Err(e),
     }
 }
 
-fn register_archive(ctx: &SessionContext, archive: &Path) -> Result<(), Error> {
-    quarry_providers::sqlite::register_archive(ctx, archive).map_err(engine_error)
+/// The SQLite archive's tables (opening each checks that the archive has it).
+async fn archive_tables(archive: &Path) -> Result<Providers, Error> {
+    let path = archive.to_path_buf();
+    super::blocking(move || {
+        quarry_providers::sqlite::archive_tables(&path).map_err(|e| Error::archive(&path, e))
+    })
+    .await
+}
+
+/// The snapshot's tables (the full-text index stays the archive's).
+async fn snapshot_tables(
+    archive: &Path,
+    root: &Location,
+    manifest: &Manifest,
+) -> Result<Providers, Error> {
+    let (archive, root, manifest) = (archive.to_path_buf(), root.clone(), manifest.clone());
+    super::blocking(move || {
+        snapshot::snapshot_tables(&archive, &root, &manifest).map_err(engine_error)
+    })
+    .await
 }

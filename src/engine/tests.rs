@@ -16,8 +16,8 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
 
-use super::Engine;
-use crate::api::{Caps, Options};
+use super::{Engine, Session as QuarrySession};
+use crate::api::{Caller, Caps, Options, Scope};
 
 /// A provider that counts how often it is scanned.
 #[derive(Debug)]
@@ -89,13 +89,15 @@ fn sqlite_count(path: &std::path::Path, sql: &str) -> u64 {
 async fn an_aggregate_scans_its_table_once_and_counts_its_input() {
     let dir = tempfile::tempdir().unwrap();
     let path = archive(dir.path());
-    let engine = Engine::open(&Options::new(&path)).unwrap();
+    let engine = Arc::new(Engine::open(&Options::new(&path)).unwrap());
+    let session = engine
+        .session(Scope::Admin, Caller::default())
+        .await
+        .unwrap();
     let scans = Arc::new(AtomicUsize::new(0));
-    let inner = engine.ctx.table_provider("messages").await.unwrap();
-    engine.ctx.deregister_table("messages").unwrap();
-    engine
-        .ctx
-        .register_table(
+    let inner = session.table("messages").unwrap();
+    let engine = session
+        .with_table(
             "messages",
             Arc::new(CountingScans {
                 inner,
@@ -152,7 +154,7 @@ async fn an_aggregate_scans_its_table_once_and_counts_its_input() {
 }
 
 /// The answer of `query` under a caller's cap of `limit` rows.
-async fn capped(engine: &Engine, query: &str, limit: usize) -> crate::api::QueryResult {
+async fn capped(engine: &QuarrySession, query: &str, limit: usize) -> crate::api::QueryResult {
     let caps = Caps {
         limit: Some(limit),
         offset: None,

@@ -1,5 +1,5 @@
-//! The archive's tables as plan sources, fetched once per query so the lowering builds plans
-//! synchronously.
+//! The archive's tables as plan sources, taken from the session's view so the lowering builds
+//! plans synchronously.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,7 +8,6 @@ use datafusion::catalog::TableProvider;
 use datafusion::datasource::provider_as_source;
 use datafusion::error::Result;
 use datafusion::logical_expr::LogicalPlanBuilder;
-use datafusion::prelude::SessionContext;
 
 /// Table providers by SQL name.
 pub struct Tables {
@@ -16,16 +15,21 @@ pub struct Tables {
 }
 
 impl Tables {
-    /// Every table of the catalog registered in `ctx` (a reader scope's catalog lacks the
-    /// tables it may not see; a query naming one fails as naming no table).
-    pub async fn load(ctx: &SessionContext) -> Result<Self> {
-        let mut providers = HashMap::new();
-        for def in quarry_schema::CATALOG {
-            if ctx.table_exist(def.name)? {
-                providers.insert(def.name.to_string(), ctx.table_provider(def.name).await?);
-            }
+    /// The tables of `providers` that are the catalog's (a reader scope's lack the tables it
+    /// may not see).
+    pub fn from_providers(
+        providers: &std::collections::BTreeMap<String, Arc<dyn TableProvider>>,
+    ) -> Self {
+        Tables {
+            providers: quarry_schema::CATALOG
+                .iter()
+                .filter_map(|def| {
+                    providers
+                        .get(def.name)
+                        .map(|p| (def.name.to_string(), Arc::clone(p)))
+                })
+                .collect(),
         }
-        Ok(Tables { providers })
     }
 
     /// A plan scanning `table`.

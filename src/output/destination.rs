@@ -143,10 +143,16 @@ impl Destination {
 
     /// Writes all of `text` (nothing, without error, once standard output's reader is gone).
     pub fn write_text(&mut self, text: &str) -> Result<(), Error> {
-        match self.write_all(text.as_bytes()) {
+        match self.write_bytes(text.as_bytes()) {
             Err(_) if self.closed() => Ok(()),
-            other => other.map_err(|e| self.error(e)),
+            other => other,
         }
+    }
+
+    /// Writes all of `bytes`. Once standard output's reader is gone this fails, so an answer
+    /// stops being computed; [`Destination::closed`] then tells the caller it was no error.
+    pub fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.write_all(bytes).map_err(|e| self.error(e))
     }
 
     /// Flushes standard output (a reader that went away is not an error), or syncs the file and

@@ -1,5 +1,7 @@
-//! The envelope every surface returns (`--format json`, and next HTTP and MCP): a typed serde
-//! struct whose rows are encoded straight from the record batches by arrow's JSON encoders.
+//! The envelope every surface returns (`--format json`, HTTP and MCP): a typed serde struct
+//! whose rows are encoded straight from the record batches by arrow's JSON encoders. The JSON
+//! encoders of [`super::json`] write the same bytes as rows arrive; YAML is this struct through
+//! `serde_yaml_ng`.
 
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::error::ArrowError;
@@ -8,7 +10,9 @@ use datafusion::arrow::record_batch::RecordBatch;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::api::{Error, QueryResult, Semantics, Source};
+use super::encoder::Encode;
+use super::sink::Sink;
+use crate::api::{Attachment, Completion, Error, QueryResult, ResultMeta, Semantics, Source};
 
 /// One answer as the JSON envelope: `{unit, semantics, exact, source, generation, columns,
 /// rows, total, input_rows?, truncated, skipped_partitions, attachments?}`. `R` is how the rows
@@ -69,8 +73,24 @@ pub struct AttachedRows<'a, R = Box<RawValue>> {
 impl<'a> Envelope<'a> {
     /// The envelope of a collected answer.
     pub fn new(answer: &'a QueryResult) -> Result<Self, Error> {
-        let attachments = answer
-            .attachments
+        Envelope::of(
+            &answer.meta,
+            &answer.schema,
+            &answer.batches,
+            &answer.completion(),
+            &answer.attachments,
+        )
+    }
+
+    /// The envelope of an answer given in its parts.
+    pub fn of(
+        meta: &'a ResultMeta,
+        schema: &'a SchemaRef,
+        batches: &[RecordBatch],
+        completion: &Completion,
+        attached: &'a [Attachment],
+    ) -> Result<Self, Error> {
+        let attachments = attached
             .iter()
             .map(|a| {
                 Ok(AttachedRows {
@@ -82,17 +102,17 @@ impl<'a> Envelope<'a> {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(Envelope {
-            unit: &answer.meta.unit,
-            semantics: answer.meta.semantics,
-            exact: answer.meta.exact,
-            source: answer.meta.source,
-            generation: answer.meta.generation,
-            columns: columns(&answer.schema),
-            rows: raw_rows(&answer.batches)?,
-            total: answer.num_rows(),
-            input_rows: answer.input_rows,
-            truncated: answer.truncated,
-            skipped_partitions: answer.meta.skipped_partitions,
+            unit: &meta.unit,
+            semantics: meta.semantics,
+            exact: meta.exact,
+            source: meta.source,
+            generation: meta.generation,
+            columns: columns(schema),
+            rows: raw_rows(batches)?,
+            total: completion.rows,
+            input_rows: completion.input_rows,
+            truncated: completion.truncated,
+            skipped_partitions: meta.skipped_partitions,
             attachments,
         })
     }
@@ -133,45 +153,47 @@ impl<'a, R> Envelope<'a, R> {
     }
 }
 
-/// The answer as one JSON document (no trailing newline).
-pub fn json(answer: &QueryResult) -> Result<String, Error> {
-    let envelope = Envelope::new(answer)?;
-    serde_json::to_string(&envelope).map_err(|e| Error::Execution(e.to_string()))
+/// The envelope as YAML, fields in the envelope's order (written once the answer is complete).
+#[derive(Debug, Default)]
+pub struct YamlEncoder {
+    out: Option<Sink>,
+    meta: Option<ResultMeta>,
+    schema: Option<SchemaRef>,
+    batches: Vec<RecordBatch>,
 }
 
-/// The answer in the SQL data access spec's shape: `{"columns":[names],"rows":[[...]],
-/// "truncated":..,"skipped_partitions":..}` (no trailing newline).
-pub fn sql_json(answer: &QueryResult) -> Result<String, Error> {
-    #[derive(Serialize)]
-    struct SqlAnswer<'a> {
-        columns: Vec<&'a str>,
-        rows: Box<RawValue>,
-        truncated: bool,
-        skipped_partitions: u64,
+impl Encode for YamlEncoder {
+    fn begin(&mut self, out: &Sink, meta: &ResultMeta, schema: &SchemaRef) -> Result<(), Error> {
+        self.out = Some(out.clone());
+        self.meta = Some(meta.clone());
+        self.schema = Some(schema.clone());
+        Ok(())
     }
-    let shaped = SqlAnswer {
-        columns: answer
-            .schema
-            .fields()
-            .iter()
-            .map(|f| f.name().as_str())
-            .collect(),
-        rows: raw_rows(&answer.batches)?,
-        truncated: answer.truncated,
-        skipped_partitions: answer.meta.skipped_partitions,
-    };
-    serde_json::to_string(&shaped).map_err(|e| Error::Execution(e.to_string()))
+
+    fn batch(&mut self, batch: &RecordBatch) -> Result<(), Error> {
+        self.batches.push(batch.clone());
+        Ok(())
+    }
+
+    fn finish(&mut self, completion: &Completion, attached: &[Attachment]) -> Result<(), Error> {
+        let (Some(out), Some(meta), Some(schema)) = (&self.out, &self.meta, &self.schema) else {
+            return Err(Error::Internal(
+                "a YAML answer was finished before it began".into(),
+            ));
+        };
+        let envelope = Envelope::of(meta, schema, &self.batches, completion, attached)?;
+        out.push(yaml(envelope)?.as_bytes());
+        Ok(())
+    }
 }
 
-/// The answer's envelope as YAML, fields in the envelope's order.
-pub fn yaml(answer: &QueryResult) -> Result<String, Error> {
+/// `envelope` as YAML, ending with a newline.
+fn yaml(envelope: Envelope<'_>) -> Result<String, Error> {
     // Raw JSON means nothing to a YAML writer: the rows go as parsed values.
-    let envelope = Envelope::new(answer)?.map_rows(|raw| {
-        serde_json::from_str::<serde_json::Value>(raw.get())
-            .map_err(|e| Error::Execution(e.to_string()))
+    let envelope = envelope.map_rows(|raw| {
+        serde_json::from_str::<serde_json::Value>(raw.get()).map_err(Error::failed)
     })?;
-    let mut text =
-        serde_yaml_ng::to_string(&envelope).map_err(|e| Error::Execution(e.to_string()))?;
+    let mut text = serde_yaml_ng::to_string(&envelope).map_err(Error::failed)?;
     if !text.ends_with('\n') {
         text.push('\n');
     }
@@ -182,52 +204,59 @@ pub fn yaml(answer: &QueryResult) -> Result<String, Error> {
 /// encoders (nulls as `null`, times as RFC 3339, non-finite floats as `null`).
 pub fn rows_json(batches: &[RecordBatch]) -> Result<serde_json::Value, Error> {
     let raw = raw_rows(batches)?;
-    serde_json::from_str(raw.get()).map_err(|e| Error::Execution(e.to_string()))
+    serde_json::from_str(raw.get()).map_err(Error::failed)
 }
 
-fn raw_rows(batches: &[RecordBatch]) -> Result<Box<RawValue>, Error> {
-    let mut out = Vec::new();
-    encode_rows(batches, &mut out).map_err(|e| Error::Execution(e.to_string()))?;
-    let text = String::from_utf8(out).map_err(|e| Error::Execution(e.to_string()))?;
-    RawValue::from_string(text).map_err(|e| Error::Execution(e.to_string()))
-}
-
-fn encode_rows(batches: &[RecordBatch], out: &mut Vec<u8>) -> Result<(), ArrowError> {
-    let options = EncoderOptions::default().with_explicit_nulls(true);
-    out.push(b'[');
-    let mut first_row = true;
+/// Rows of `batches` as one raw JSON array of arrays.
+pub(crate) fn raw_rows(batches: &[RecordBatch]) -> Result<Box<RawValue>, Error> {
+    let mut out = vec![b'['];
+    let mut first = true;
     for batch in batches {
-        let schema = batch.schema();
-        let mut encoders = schema
-            .fields()
-            .iter()
-            .zip(batch.columns())
-            .map(|(field, array)| make_encoder(field, array.as_ref(), &options))
-            .collect::<Result<Vec<_>, _>>()?;
-        for row in 0..batch.num_rows() {
-            if !first_row {
-                out.push(b',');
-            }
-            first_row = false;
-            out.push(b'[');
-            for (i, encoder) in encoders.iter_mut().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                if encoder.is_null(row) {
-                    out.extend_from_slice(b"null");
-                } else {
-                    encoder.encode(row, out);
-                }
-            }
-            out.push(b']');
-        }
+        encode_batch(batch, &mut out, &mut first).map_err(Error::failed)?;
     }
     out.push(b']');
+    let text = String::from_utf8(out).map_err(Error::failed)?;
+    RawValue::from_string(text).map_err(Error::failed)
+}
+
+/// Appends the rows of `batch` to `out` as JSON arrays in column order, each after a comma
+/// unless it is the `first` row of the answer.
+pub(crate) fn encode_batch(
+    batch: &RecordBatch,
+    out: &mut Vec<u8>,
+    first: &mut bool,
+) -> Result<(), ArrowError> {
+    let options = EncoderOptions::default().with_explicit_nulls(true);
+    let schema = batch.schema();
+    let mut encoders = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(field, array)| make_encoder(field, array.as_ref(), &options))
+        .collect::<Result<Vec<_>, _>>()?;
+    for row in 0..batch.num_rows() {
+        if !*first {
+            out.push(b',');
+        }
+        *first = false;
+        out.push(b'[');
+        for (i, encoder) in encoders.iter_mut().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            if encoder.is_null(row) {
+                out.extend_from_slice(b"null");
+            } else {
+                encoder.encode(row, out);
+            }
+        }
+        out.push(b']');
+    }
     Ok(())
 }
 
-fn columns(schema: &SchemaRef) -> Vec<Column<'_>> {
+/// The envelope's columns of `schema`.
+pub(crate) fn columns(schema: &SchemaRef) -> Vec<Column<'_>> {
     schema
         .fields()
         .iter()

@@ -9,26 +9,78 @@ use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type, SchemaRef
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 
-use crate::api::{Error, QueryResult};
+use super::encoder::Encode;
+use super::sink::Sink;
+use crate::api::{Attachment, Completion, Error, QueryResult, ResultMeta};
 
 /// The answer as a table with its footer (and any attached rows below it).
 pub fn render(answer: &QueryResult) -> Result<String, Error> {
-    let mut out = grid(&answer.schema, &answer.batches)?;
-    let rows = answer.num_rows();
-    let mut footer = format!("{} ({}, exact)", plural(rows, "row"), answer.meta.unit);
-    if let Some(n) = answer.input_rows {
+    render_parts(
+        &answer.meta.unit,
+        &answer.schema,
+        &answer.batches,
+        &answer.completion(),
+        &answer.attachments,
+    )
+}
+
+/// The table of an answer given in its parts.
+fn render_parts(
+    unit: &str,
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    completion: &Completion,
+    attachments: &[Attachment],
+) -> Result<String, Error> {
+    let mut out = grid(schema, batches)?;
+    let rows = completion.rows;
+    let mut footer = format!("{} ({unit}, exact)", plural(rows, "row"));
+    if let Some(n) = completion.input_rows {
         footer.push_str(&format!(" over {}", plural(n as usize, "input row")));
     }
-    if answer.truncated {
+    if completion.truncated {
         footer.push_str("; truncated by --limit");
     }
     out.push_str(&footer);
     out.push('\n');
-    for attached in &answer.attachments {
+    for attached in attachments {
         out.push_str(&format!("\nattached {}:\n", attached.unit));
         out.push_str(&grid(&attached.schema, &attached.batches)?);
     }
     Ok(out)
+}
+
+/// The table, written once the answer is complete (its column widths need every row).
+#[derive(Debug, Default)]
+pub struct TableEncoder {
+    out: Option<Sink>,
+    unit: String,
+    schema: Option<SchemaRef>,
+    batches: Vec<RecordBatch>,
+}
+
+impl Encode for TableEncoder {
+    fn begin(&mut self, out: &Sink, meta: &ResultMeta, schema: &SchemaRef) -> Result<(), Error> {
+        self.out = Some(out.clone());
+        self.unit = meta.unit.clone();
+        self.schema = Some(schema.clone());
+        Ok(())
+    }
+
+    fn batch(&mut self, batch: &RecordBatch) -> Result<(), Error> {
+        self.batches.push(batch.clone());
+        Ok(())
+    }
+
+    fn finish(&mut self, completion: &Completion, attached: &[Attachment]) -> Result<(), Error> {
+        let (Some(out), Some(schema)) = (&self.out, &self.schema) else {
+            return Err(Error::Internal(
+                "a table was finished before it began".into(),
+            ));
+        };
+        out.push(render_parts(&self.unit, schema, &self.batches, completion, attached)?.as_bytes());
+        Ok(())
+    }
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -79,8 +131,7 @@ fn column_cells(array: &dyn Array, options: &FormatOptions) -> Result<Vec<String
                 .map(|v| v.map(f64::from)),
         ),
         _ => {
-            let formatter = ArrayFormatter::try_new(array, options)
-                .map_err(|e| Error::Execution(e.to_string()))?;
+            let formatter = ArrayFormatter::try_new(array, options).map_err(Error::failed)?;
             (0..array.len())
                 .map(|i| {
                     if array.is_null(i) {

@@ -263,7 +263,7 @@ async fn usage_entries(quarry: &Quarry, query: &str) -> Result<Vec<blocks::Entry
 pub fn to_yaml(document: &serde_json::Value) -> Result<String, Error> {
     #[cfg(feature = "engine")]
     {
-        serde_yaml_ng::to_string(document).map_err(|e| Error::Execution(e.to_string()))
+        serde_yaml_ng::to_string(document).map_err(Error::failed)
     }
     #[cfg(not(feature = "engine"))]
     {

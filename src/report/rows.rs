@@ -71,8 +71,7 @@ fn key_name(column: &str) -> String {
 /// (`2026-03`), NULL as `(none)`.
 fn column_text(array: &ArrayRef, kind: Kind) -> Result<Vec<String>, Error> {
     let options = FormatOptions::default().with_null("(none)");
-    let formatter = ArrayFormatter::try_new(array.as_ref(), &options)
-        .map_err(|e| Error::Execution(e.to_string()))?;
+    let formatter = ArrayFormatter::try_new(array.as_ref(), &options).map_err(Error::failed)?;
     let timestamp = matches!(array.data_type(), DataType::Timestamp(..));
     Ok((0..array.len())
         .map(|i| {
@@ -88,7 +87,7 @@ fn column_text(array: &ArrayRef, kind: Kind) -> Result<Vec<String>, Error> {
 
 /// An integer column's values (NULL as 0: a sum over no rows).
 fn integers(array: &ArrayRef) -> Result<Vec<u64>, Error> {
-    let cast = cast(array, &DataType::Int64).map_err(|e| Error::Execution(e.to_string()))?;
+    let cast = cast(array, &DataType::Int64).map_err(Error::failed)?;
     let values = cast.as_primitive::<Int64Type>();
     Ok((0..values.len())
         .map(|i| {
@@ -103,7 +102,7 @@ fn integers(array: &ArrayRef) -> Result<Vec<u64>, Error> {
 
 /// A float column's values, NULL as `None`.
 fn floats(array: &ArrayRef) -> Result<Vec<Option<f64>>, Error> {
-    let cast = cast(array, &DataType::Float64).map_err(|e| Error::Execution(e.to_string()))?;
+    let cast = cast(array, &DataType::Float64).map_err(Error::failed)?;
     let values = cast.as_primitive::<Float64Type>();
     Ok((0..values.len())
         .map(|i| (!values.is_null(i)).then(|| values.value(i)))
@@ -114,8 +113,7 @@ fn floats(array: &ArrayRef) -> Result<Vec<Option<f64>>, Error> {
 pub(super) fn usage_rows(batches: &[RecordBatch]) -> Result<Vec<blocks::Entry>, Error> {
     let mut out = Vec::new();
     for batch in batches {
-        let at =
-            cast(batch.column(0), &DataType::Int64).map_err(|e| Error::Execution(e.to_string()))?;
+        let at = cast(batch.column(0), &DataType::Int64).map_err(Error::failed)?;
         let at = at.as_primitive::<Int64Type>();
         let model = column_text(batch.column(1), Kind::Daily)?;
         let counts: Vec<Vec<u64>> = (2..6)

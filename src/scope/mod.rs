@@ -123,6 +123,17 @@ impl ReaderScope {
         }
     }
 
+    /// What the scope says, without its name: two scopes with the same key see the same rows
+    /// (a long-lived engine keeps one view per key, so an edited scope gets a new one).
+    pub fn definition_key(&self) -> String {
+        serde_json::json!({
+            "sessions": self.sessions.as_ref().map(SessionPredicate::text),
+            "owner": self.owner,
+            "session": self.session,
+        })
+        .to_string()
+    }
+
     /// Whether a session with these field values (`session_id`, `owner`, and the predicate's
     /// columns) is in the scope.
     pub fn admits(&self, fields: &dyn Fn(&str) -> Option<String>) -> bool {

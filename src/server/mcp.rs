@@ -8,11 +8,14 @@
 //! over that one session (whatever their arguments say), plus `query_completions`; no query
 //! text of the agent's reaches the engine.
 //!
-//! Every answer is the envelope as structured content, with a short table as text; every
-//! failure is a tool error carrying the diagnostic (never a crash of the server). Every query,
-//! the fixed statements included, is audited with surface `mcp`.
+//! A thin adapter over the [`Service`]: every answer is the envelope (written by the output
+//! module's JSON encoder) as structured content, with a short table as text; every failure is
+//! a tool error (`isError: true`) carrying the one error body, with the JSON-RPC code of its
+//! class as `jsonrpc_code` (never a crash of the server). Every query, the fixed statements
+//! included, is audited with surface `mcp`, and so are the tools that run none.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -21,10 +24,11 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Backend, buffered_cap, error_body};
-use crate::api::{Caller, Caps, Error, QueryResult, Scope};
-use crate::audit::Language;
-use crate::output::{envelope, render_table};
+use super::service::Explained;
+use super::{Asker, ScopeRef, Service};
+use crate::api::{Caller, Caps, Error, QueryResult, Request, Scope};
+use crate::audit::{Language, RequestKind};
+use crate::output::{json, render_table};
 
 /// Rows a tool answer holds unless the call asks for another number.
 const DEFAULT_ROWS: usize = 100;
@@ -46,9 +50,9 @@ pub enum Mode {
 
 /// The MCP server.
 pub struct McpServer {
-    backend: Arc<Backend>,
+    service: Arc<Service>,
     mode: Mode,
-    who: Option<String>,
+    asker: Asker,
     tool_router: ToolRouter<McpServer>,
 }
 
@@ -132,8 +136,8 @@ pub struct ToolCallsArgs {
 
 #[tool_router]
 impl McpServer {
-    /// A server of `mode` over `backend`; `who` is recorded in the audit trail.
-    pub fn new(backend: Arc<Backend>, mode: Mode, who: Option<String>) -> McpServer {
+    /// A server of `mode` over `service`; `who` is recorded in the audit trail.
+    pub fn new(service: Arc<Service>, mode: Mode, who: Option<String>) -> McpServer {
         let mut tool_router = Self::tool_router();
         let offered: &[&str] = match mode {
             Mode::Open(_) => &[
@@ -159,10 +163,22 @@ impl McpServer {
                 tool_router.remove_route(&name);
             }
         }
+        let scope = match &mode {
+            Mode::Open(scope) => scope.clone(),
+            Mode::Pinned { session_id } => {
+                Scope::Reader(crate::scope::ReaderScope::pinned(session_id))
+            }
+        };
         McpServer {
-            backend,
+            service,
             mode,
-            who,
+            asker: Asker {
+                caller: Caller {
+                    who,
+                    surface: "mcp".into(),
+                },
+                scope: ScopeRef::Fixed(scope),
+            },
             tool_router,
         }
     }
@@ -199,44 +215,38 @@ impl McpServer {
         &self,
         Parameters(args): Parameters<ExplainArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let result = if args.plan {
-            match self.open().await {
-                Ok(quarry) => quarry.explain_plan(&args.expression).await.map(|plan| {
+        let result = self
+            .service
+            .explain(&self.asker, &args.expression, args.plan)
+            .await
+            .map(|explained| match explained {
+                Explained::Parse { json, text } => {
+                    structured(text, serde_json::from_str(&json).unwrap_or_default())
+                }
+                Explained::Plan(plan) => {
                     let value = serde_json::json!({"expression": args.expression, "plan": plan});
                     structured(plan, value)
-                }),
-                Err(e) => Err(e),
-            }
-        } else {
-            quarry_grammar::explain::explain(&args.expression)
-                .map(|explanation| {
-                    let value = serde_json::from_str(&explanation.to_json()).unwrap_or_default();
-                    structured(explanation.to_text(), value)
-                })
-                .map_err(Error::Query)
-        };
+                }
+            });
         Ok(result.unwrap_or_else(|e| tool_error(&e, Some(&args.expression))))
     }
 
     /// List the tables and columns this server's scope may query, with what each holds.
     #[tool(annotations(read_only_hint = true))]
     async fn list_tables(&self) -> Result<CallToolResult, ErrorData> {
-        let result = match self.open().await {
-            Ok(quarry) => quarry.catalog().await.map(|tables| {
-                let text = tables
-                    .iter()
-                    .map(|t| {
-                        let columns: Vec<&str> =
-                            t.columns.iter().map(|c| c.name.as_str()).collect();
-                        format!("{}: {}", t.name, columns.join(", "))
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let value = serde_json::json!({"scope": quarry.scope().name(), "tables": tables});
-                structured(text, value)
-            }),
-            Err(e) => Err(e),
-        };
+        let result = self.service.tables(&self.asker).await.map(|t| {
+            let text = t
+                .tables
+                .iter()
+                .map(|t| {
+                    let columns: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+                    format!("{}: {}", t.name, columns.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let value = serde_json::json!({"scope": t.scope, "tables": t.tables});
+            structured(text, value)
+        });
         Ok(result.unwrap_or_else(|e| tool_error(&e, None)))
     }
 
@@ -248,6 +258,7 @@ impl McpServer {
         &self,
         Parameters(args): Parameters<CompletionsArgs>,
     ) -> Result<CallToolResult, ErrorData> {
+        let started = Instant::now();
         let (text, value) = match args.kind {
             CompletionKind::Example => {
                 let examples: Vec<_> = quarry_grammar::complete::examples()
@@ -266,6 +277,14 @@ impl McpServer {
                 serde_json::json!({"errors": quarry_grammar::complete::errors()}),
             ),
         };
+        self.service.record(
+            &self.asker,
+            RequestKind::Completions,
+            "query_completions",
+            None,
+            started,
+            None,
+        );
         Ok(structured(text, value))
     }
 
@@ -299,48 +318,18 @@ impl McpServer {
 }
 
 impl McpServer {
-    /// The scope every tool runs under.
-    fn scope(&self) -> Scope {
-        match &self.mode {
-            Mode::Open(scope) => scope.clone(),
-            Mode::Pinned { session_id } => {
-                Scope::Reader(crate::scope::ReaderScope::pinned(session_id))
-            }
-        }
-    }
-
-    async fn open(&self) -> Result<crate::api::Quarry, Error> {
-        let caller = Caller {
-            who: self.who.clone(),
-            surface: "mcp".into(),
-        };
-        self.backend.open(self.scope(), caller).await
-    }
-
     /// Runs a query within the server's limits: the envelope, or a tool error.
     async fn run(&self, language: Language, text: &str, limit: Option<usize>) -> CallToolResult {
-        let deadline = self.backend.deadline(None);
-        let answer = async {
-            let _slot = self.backend.slot(deadline).await?;
-            let quarry = self.open().await?;
-            let caps = Caps {
-                limit: Some(buffered_cap(
-                    Some(limit.unwrap_or(DEFAULT_ROWS)),
-                    self.backend.limits().max_rows,
-                )),
+        let request = Request {
+            language,
+            text: text.to_string(),
+            caps: Caps {
+                limit: Some(limit.unwrap_or(DEFAULT_ROWS)),
                 offset: None,
-            };
-            let started = tokio::time::timeout_at(deadline.at, async {
-                match language {
-                    Language::Sql => quarry.sql(text, caps).await,
-                    _ => quarry.query(text, caps).await,
-                }
-            })
-            .await
-            .map_err(|_| Error::Timeout(deadline.limit))??;
-            started.collect_before(deadline.at, deadline.limit).await
-        }
-        .await;
+            },
+            timeout: None,
+        };
+        let answer = self.service.collect(&self.asker, request).await;
         match answer.and_then(|answer| answer_result(&answer, language)) {
             Ok(result) => result,
             Err(e) => tool_error(&e, Some(text)),
@@ -351,11 +340,10 @@ impl McpServer {
 /// An answer as a tool result: the envelope as structured content, a short table as text.
 fn answer_result(answer: &QueryResult, language: Language) -> Result<CallToolResult, Error> {
     let json = match language {
-        Language::Sql => envelope::sql_json(answer)?,
-        _ => envelope::json(answer)?,
+        Language::Sql => json::sql_json(answer)?,
+        _ => json::json(answer)?,
     };
-    let value: serde_json::Value =
-        serde_json::from_str(&json).map_err(|e| Error::Execution(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_str(&json).map_err(Error::failed)?;
     let rows = answer.num_rows();
     let shown = head(answer, TEXT_ROWS);
     let mut text = render_table(&shown)?;
@@ -401,16 +389,18 @@ fn structured(text: String, value: serde_json::Value) -> CallToolResult {
 }
 
 /// A failure as a tool error the agent reads: the message (with the query drawn under it and
-/// the correction, for a query error), and the diagnostics as structured content.
+/// the correction, for a query error), and the error body as structured content, with the
+/// JSON-RPC code of its class.
 fn tool_error(e: &Error, query: Option<&str>) -> CallToolResult {
-    let body = error_body(e, query);
+    let body = e.body(query);
     let text = body
-        .get("rendered")
-        .and_then(|r| r.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("{} ({})", e, e.code()));
+        .rendered
+        .clone()
+        .unwrap_or_else(|| format!("{} ({})", body.message, body.code));
+    let mut value = serde_json::to_value(&body).unwrap_or_default();
+    value["jsonrpc_code"] = body.class.mcp_code().into();
     let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(body);
+    result.structured_content = Some(value);
     result
 }
 
@@ -513,10 +503,10 @@ pub async fn serve_stdio(server: McpServer) -> Result<(), Error> {
     let running = server
         .serve(rmcp::transport::stdio())
         .await
-        .map_err(|e| Error::Execution(format!("the MCP session did not start: {e}")))?;
+        .map_err(|e| Error::failed(format!("the MCP session did not start: {e}")))?;
     running
         .waiting()
         .await
-        .map_err(|e| Error::Execution(format!("the MCP server failed: {e}")))?;
+        .map_err(|e| Error::failed(format!("the MCP server failed: {e}")))?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Credential masking: every credential recognised in a text (private keys, provider API keys,
-//! bearer tokens, passwords in URLs, values of secret-named keys) is replaced by
-//! `[REDACTED:<kind>]`. The text around the secret stays (the header name, the URL's user and
-//! host, the key of an assignment), so the result still reads. [`PATTERNS`] lists what is caught.
+//! bearer tokens, passwords in URLs and command lines, values of secret-named keys and flags) is
+//! replaced by `[REDACTED:<kind>]`. The text around the secret stays (the header name, the URL's
+//! user and host, the key of an assignment or flag), so the result still reads. [`PATTERNS`]
+//! lists what is caught.
 //!
 //! Masking works on shapes and names, so it is a best effort: a secret in no known shape and
 //! under no secret-like name passes through. It fails closed: should the patterns not compile,
@@ -20,6 +21,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+use aho_corasick::AhoCorasick;
 use regex::{Captures, Regex, RegexSet};
 
 /// What a masked text is replaced by when the patterns could not be compiled.
@@ -140,7 +142,19 @@ pub const PATTERNS: &[Pattern] = &[
     Pattern {
         kind: "password",
         description: "The value of a key named like a password (`password`, `passwd`, \
-                      `passphrase`, `DB_PASSWORD`, uppercase `…_PASS`).",
+                      `passphrase`, `DB_PASSWORD`, uppercase `…_PASS`). Also passwords on a \
+                      command line, only after their command earlier in the same command (no \
+                      newline, `;`, `|` or `&&` between): curl's `-u user:password` (`--user`, \
+                      `-U`, `--proxy-user`, glued `-uuser:password`, last in a flag cluster such \
+                      as `-sSu`, quoted `'user:password'` or `\"user:password\"`), where the part \
+                      after the first `:` is masked and the user stays; and the glued \
+                      `-pPASSWORD` (also `-p'…'`, `-p\"…\"`) of `mysql`, `mysqldump`, \
+                      `mysqladmin`, `mariadb`, `mariadb-dump` and the other MySQL clients. Left \
+                      alone: `curl -u user` (curl prompts), `mysql -p` and `mysql -p dbname` (a \
+                      prompt, then the database), the `-u` and `-p` of other commands (`ps -u \
+                      root`, `sort -u file:1`, `mkdir -p`, `cp -pr`, `ssh -p 22`), placeholders \
+                      (`-u \"$USER:$PASS\"`) and code templates (`{password}`, `%s`). wget's \
+                      `--password …` and `--http-password …` are caught as secret-named flags.",
         example: "{\"user\": \"bob\", \"password\": \"hunter2\"}",
     },
     Pattern {
@@ -170,7 +184,21 @@ pub const PATTERNS: &[Pattern] = &[
                       `(`, `[` or `{`, as in `let token = next_token();`; `==`, `=>`, `%s`; \
                       `null`, `true`, `false`, `None`; after `:` also type names such as `str`, \
                       `String` and YAML anchors, aliases, tags and block scalars). A plain identifier \
-                      is masked (`self.token = token`): it cannot be told from a password.",
+                      is masked (`self.token = token`): it cannot be told from a password. A \
+                      quoted value is masked whole, spaces and YAML's `''` included \
+                      (`password: \"correct horse battery\"`, `DB_PASSWORD='my pass'`, \
+                      `'it''s'`); with spaces it is a placeholder only when enclosed whole \
+                      (`\"${VAR:-a default}\"`, `\"<your password>\"`, `\"$(cat a file)\"`) or \
+                      when every word is one (`\"$USER $PASS\"`), so `\"$uper secret\"` is \
+                      masked. A secret-named `--flag` followed by a space and a value (`--token \
+                      abc`, `--access-token abc`, `--client-secret \"two words\"`) has the value \
+                      masked and the flag kept; left alone there also another flag (`--token \
+                      --verbose`, `-`), help-text metavariables in capitals (`--token TOKEN`, \
+                      `--api-key API_KEY`, `--password TEXT`) and words of prose (`--password is \
+                      required`, `the --token flag`); other prose after a flag is masked. Whose \
+                      `--password` takes no value (`mysql --password db`, `psql --password db`) \
+                      has the next word masked all the same: names and values cannot be told \
+                      apart.",
         example: "export SERVICE_API_KEY=abc123example",
     },
 ];
@@ -193,12 +221,27 @@ struct Rule {
     pattern: &'static str,
     /// Whether a captured value is masked.
     masks: fn(&str) -> bool,
+    /// For a command's option: a pattern matching the whole command the option belongs to (its
+    /// name, then the rest of it, see [`same_command`]); a match is masked only inside one.
+    command: Option<&'static str>,
 }
 
 /// The capture group `key` of the secret-named key rules: a name whose last part names a secret.
 macro_rules! secret_key {
     () => {
         r"(?P<key>[A-Za-z0-9_.-]*(?:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|secret[_-]?key|(?-i:_PASS)))"
+    };
+}
+
+/// The end of a `command` pattern: the rest of the command after its name, up to a `;`, `|`,
+/// `&&` or newline, a real one or a JSON-escaped `\n`, except a newline after a `\` that
+/// continues the command on the next line (real or JSON-escaped).
+macro_rules! same_command {
+    () => {
+        concat!(
+            r"(?:[ \t](?:[^\n;|&\\]|&[^&\n]",
+            r"|\\\r?\n|\\\\\\(?:r\\)?n|\\\\|\\[^n\n\\])*)?"
+        )
     };
 }
 
@@ -209,71 +252,124 @@ const RULES: &[Rule] = &[
         kind: Kind::Fixed("private_key"),
         pattern: r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[ \t\r\n]*(?P<secret>(?s:.*?))[ \t\r\n]*(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("anthropic_key"),
         pattern: r"(?-u:\b)(?P<secret>sk-ant-[A-Za-z0-9_-]{20,})",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("openai_key"),
         pattern: r"(?-u:\b)(?P<secret>sk-[A-Za-z0-9_-]{20,})",
         masks: is_secret_with_digit,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("github_token"),
         pattern: r"(?-u:\b)(?P<secret>gh[pousr]_[A-Za-z0-9]{36,})",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("github_token"),
         pattern: r"(?-u:\b)(?P<secret>github_pat_[A-Za-z0-9_]{22,})",
         masks: is_secret_with_digit,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("aws_key"),
         pattern: r"(?-u:\b)(?P<secret>(?:AKIA|ASIA)[A-Z0-9]{16})(?-u:\b)",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("google_key"),
         pattern: r"(?-u:\b)(?P<secret>AIza[A-Za-z0-9_-]{35})",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("slack_token"),
         pattern: r"(?-u:\b)(?P<secret>xox[abprs]-[A-Za-z0-9-]{10,})",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("stripe_key"),
         pattern: r"(?-u:\b)(?P<secret>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("huggingface_token"),
         pattern: r"(?-u:\b)(?P<secret>hf_[A-Za-z0-9]{30,})",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("jwt"),
         pattern: r"(?-u:\b)(?P<secret>eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)",
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("bearer_token"),
         pattern: r"(?i)(?-u:\b)bearer[ \t]+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
         masks: is_bearer_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("basic_auth"),
         pattern: r#"(?i)(?-u:\b)authorization\\?["']?[ \t]*[:=][ \t]*\\?["']?basic[ \t]+(?P<secret>[A-Za-z0-9+/=]{4,})"#,
         masks: is_secret,
+        command: None,
     },
     Rule {
         kind: Kind::Fixed("url_password"),
         pattern: r#"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@'"\[\]]*:(?P<secret>[^\s/?#'"]+)@"#,
         masks: is_secret,
+        command: None,
+    },
+    // curl's `-u user:password` (`--user`, `-U`, `--proxy-user`, glued `-uuser:password`, last
+    // in a cluster of curl's flags such as `-sSu`), after `curl` earlier in the same command, so
+    // that the `-u` of other commands (`ps -u root`, `sort -u file:1`) stays. Only the part after
+    // the first `:`.
+    Rule {
+        kind: Kind::Fixed("password"),
+        pattern: concat!(
+            r"(?:(?m:^)|[ \t])(?:-[0-9#sSvLkiIfgGjnNOqR]*[uU][ \t]*|--(?:proxy-)?user[ \t]+)",
+            r#"(?:'[^':\n]*:(?P<secret_single>[^'\n]*)'"#,
+            r#"|"(?:[^"\\:\n]|\\[^\n])*:(?P<secret>(?:[^"\\\n]|\\[^\n])*)""#,
+            r#"|\\"[^"\\:\n]*:(?P<secret_escaped>(?:[^"\\\n]|\\[^"\n])*)\\""#,
+            r#"|[^\s:'"\\]*:(?P<secret_bare>[^\s'"\\]+))"#
+        ),
+        masks: is_argument_secret,
+        command: Some(concat!(
+            r"(?:^|[^A-Za-z0-9_.-])curl(?:\.exe)?",
+            same_command!()
+        )),
+    },
+    // The MySQL clients' `-pPASSWORD`, glued to `-p`, after `mysql`, `mysqldump`, `mariadb`, …
+    // earlier in the same command: `-p dbname` (a prompt, then the database) and the `-p` of
+    // other commands (`mkdir -p`, `ssh -p 22`) stay.
+    Rule {
+        kind: Kind::Fixed("password"),
+        pattern: concat!(
+            r"(?:(?m:^)|[ \t])-p",
+            r#"(?:'(?P<secret_single>[^'\n]*)'"#,
+            r#"|"(?P<secret>(?:[^"\\\n]|\\[^\n])*)""#,
+            r#"|\\"(?P<secret_escaped>(?:[^"\\\n]|\\[^"\n])*)\\""#,
+            r#"|(?P<secret_bare>[^\s"'`;&|)\\]+))"#
+        ),
+        masks: is_argument_secret,
+        command: Some(concat!(
+            r"(?:^|[^A-Za-z0-9_.-])",
+            r"(?:mysql(?:dump|admin|import|show|check|pump|slap|binlog|sh)?",
+            r"|mariadb(?:-?(?:dump|admin|import|show|check|slap|binlog))?)(?:\.exe)?",
+            same_command!()
+        )),
     },
     // A quoted value: "…", '…' or, inside a JSON string, \"…\".
     Rule {
@@ -281,9 +377,10 @@ const RULES: &[Rule] = &[
         pattern: concat!(
             r"(?i)(?:^|[^A-Za-z0-9_.-])",
             secret_key!(),
-            r#"\\?["'`]?[ \t]*(?:=>|:=|[:=])[ \t]*(?:"(?P<secret>(?:[^"\\\n]|\\.)*)"|'(?P<secret_single>[^'\n]*)'|\\"(?P<secret_escaped>(?:[^"\\\n]|\\[^"\n])*)\\")"#
+            r#"\\?["'`]?[ \t]*(?:=>|:=|[:=])[ \t]*(?:"(?P<secret>(?:[^"\\\n]|\\.)*)"|'(?P<secret_single>(?:[^'\n]|'')*)'|\\"(?P<secret_escaped>(?:[^"\\\n]|\\[^"\n])*)\\")"#
         ),
         masks: is_secret,
+        command: None,
     },
     // An unquoted value after `=`, anywhere.
     Rule {
@@ -294,6 +391,7 @@ const RULES: &[Rule] = &[
             r#"[ \t]*=[ \t]*(?P<secret>[^\s"'`,;&)\]}\\]+)"#
         ),
         masks: is_assigned_secret,
+        command: None,
     },
     // An unquoted value after `:`, at the start of a line or of a quoted string, ending it.
     Rule {
@@ -304,6 +402,29 @@ const RULES: &[Rule] = &[
             r#"[ \t]*:[ \t]*(?P<secret>[^\s"'`,;#\\]+)[ \t\r]*(?:#[^\n]*)?(?:$|["'])"#
         ),
         masks: is_yaml_secret,
+        command: None,
+    },
+    // A quoted value after a secret-named `--flag` and a space: `--password "two words"`.
+    Rule {
+        kind: Kind::FromKey,
+        pattern: concat!(
+            r"(?i)(?:^|[^A-Za-z0-9_.-])--",
+            secret_key!(),
+            r#"[ \t]+(?:"(?P<secret>(?:[^"\\\n]|\\.)*)"|'(?P<secret_single>(?:[^'\n]|'')*)'|\\"(?P<secret_escaped>(?:[^"\\\n]|\\[^"\n])*)\\")"#
+        ),
+        masks: is_secret,
+        command: None,
+    },
+    // An unquoted value after a secret-named `--flag` and a space: `--token abc123`.
+    Rule {
+        kind: Kind::FromKey,
+        pattern: concat!(
+            r"(?i)(?:^|[^A-Za-z0-9_.-])--",
+            secret_key!(),
+            r#"[ \t]+(?P<secret>[^\s"'`,;&)\]}\\]+)"#
+        ),
+        masks: is_flag_secret,
+        command: None,
     },
 ];
 
@@ -326,16 +447,145 @@ fn ends_with_any(text: &str, suffixes: &[&str]) -> bool {
     suffixes.iter().any(|s| text.ends_with(s))
 }
 
-/// Whether a captured value is a secret worth masking: not empty, not a placeholder (`$VAR`,
-/// `${VAR}`, `<your-key>`, `{{ var }}`, all `*`, `x`, `X` or `.`) and not already masked.
+/// Whether a captured value is a secret worth masking: not empty, not a placeholder (see
+/// [`is_placeholder`]) and not already masked.
 fn is_secret(value: &str) -> bool {
-    !value.is_empty()
-        && !value.starts_with(['$', '<'])
-        && !value.starts_with("{{")
-        && !value.starts_with(REDACTED_PREFIX)
-        && !value
+    !value.is_empty() && !value.starts_with(REDACTED_PREFIX) && !is_placeholder(value)
+}
+
+/// Whether `value` is a placeholder: one enclosed whole (`${VAR:-a default}`, `$(cat a file)`,
+/// `<your password here>`, `{{ var }}`), or words that are each one (`$VAR`, `${VAR}`, `<key>`,
+/// `{{var}}`, all `*`, `x`, `X`, `.` or `•`), such as `$USER $PASS`; blank counts too. So a
+/// quoted value with spaces whose first word only looks like a placeholder (`"$uper secret"`,
+/// `"<3 my cat"`) is a secret. A value without spaces is a placeholder as before: when it starts
+/// with `$`, `<` or `{{`, or is all mask characters.
+fn is_placeholder(value: &str) -> bool {
+    is_enclosed_placeholder(value) || value.split_whitespace().all(is_placeholder_word)
+}
+
+/// Whether one word (no whitespace) is a placeholder: it starts with `$`, `<` or `{{`, or it
+/// is all `*`, `x`, `X`, `.` or `•`.
+fn is_placeholder_word(word: &str) -> bool {
+    word.starts_with(['$', '<'])
+        || word.starts_with("{{")
+        || word
             .chars()
             .all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '•'))
+}
+
+/// Whether `value` is one placeholder enclosed whole, spaces allowed inside: `${…}`, `$(…)` or
+/// `<…>` whose bracket opened first closes at the very end, or `{{…}}`.
+fn is_enclosed_placeholder(value: &str) -> bool {
+    let (open, close, rest) = if let Some(rest) = value.strip_prefix("${") {
+        ('{', '}', rest)
+    } else if let Some(rest) = value.strip_prefix("$(") {
+        ('(', ')', rest)
+    } else if let Some(rest) = value.strip_prefix('<') {
+        ('<', '>', rest)
+    } else {
+        return value.starts_with("{{") && value.ends_with("}}");
+    };
+    let mut depth = 1_usize;
+    for (i, c) in rest.char_indices() {
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth -= 1;
+            if depth == 0 {
+                return i + c.len_utf8() == rest.len();
+            }
+        }
+    }
+    false
+}
+
+/// Whether a command-line argument (curl's password, MySQL's `-p…`) is a secret: [`is_secret`],
+/// and not a format or template placeholder of code that builds the command (`{password}`,
+/// `%s`).
+fn is_argument_secret(value: &str) -> bool {
+    is_secret(value) && !value.starts_with(['{', '%'])
+}
+
+/// Whether an unquoted word after a secret-named `--flag` and a space is its value:
+/// [`is_assigned_secret`], and not another flag (`--token --verbose`, `-`), not a metavariable
+/// of help text (`--token TOKEN`, `--api-key API_KEY`, `--password TEXT`) and not prose
+/// (`--password is required`, `the --token flag`).
+fn is_flag_secret(value: &str) -> bool {
+    is_assigned_secret(value)
+        && !value.starts_with('-')
+        && !is_metavar(value)
+        && !is_prose_word(value)
+}
+
+/// Whether `value` is a metavariable of help text: in capitals without digits, a generic one
+/// (`TEXT`, `VALUE`, `STRING`) or ending in the secret word (`TOKEN`, `ACCESS_TOKEN`, `API-KEY`).
+fn is_metavar(value: &str) -> bool {
+    if value
+        .bytes()
+        .any(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        return false;
+    }
+    if ["TEXT", "VALUE", "STRING", "STR"].contains(&value) {
+        return true;
+    }
+    [
+        "TOKEN",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "PASS",
+        "SECRET",
+        "KEY",
+        "APIKEY",
+    ]
+    .iter()
+    .any(|word| {
+        value
+            .strip_suffix(word)
+            .is_some_and(|head| head.is_empty() || head.ends_with(['_', '-']))
+    })
+}
+
+/// Whether `value` is an English word that follows a flag's name in prose (`--password is
+/// required`, `pass --token to`, `the --token flag`), in any case.
+fn is_prose_word(value: &str) -> bool {
+    [
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "must",
+        "should",
+        "can",
+        "cannot",
+        "will",
+        "may",
+        "flag",
+        "flags",
+        "option",
+        "options",
+        "argument",
+        "parameter",
+        "and",
+        "or",
+        "to",
+        "the",
+        "a",
+        "an",
+        "of",
+        "for",
+        "with",
+        "in",
+        "on",
+        "if",
+        "not",
+        "only",
+        "instead",
+    ]
+    .iter()
+    .any(|w| value.eq_ignore_ascii_case(w))
 }
 
 /// Whether `value` has an ASCII digit.
@@ -397,6 +647,33 @@ struct CompiledRule {
     secret_groups: Vec<usize>,
     /// The index of the group named `key`, if any.
     key_group: Option<usize>,
+    /// Its `command` pattern, compiled.
+    command: Option<Regex>,
+}
+
+/// The commands of a text a command rule's matches must lie in, consulted in text order.
+struct Commands {
+    /// Where each command starts and ends, in text order.
+    spans: Vec<(usize, usize)>,
+    /// The first span that does not end before the last position asked about.
+    next: usize,
+}
+
+impl Commands {
+    /// Whether `position` lies inside a command; positions must be asked about in increasing
+    /// order, so a text's matches are checked in one pass.
+    fn contain(&mut self, position: usize) -> bool {
+        while self
+            .spans
+            .get(self.next)
+            .is_some_and(|&(_, end)| end <= position)
+        {
+            self.next += 1;
+        }
+        self.spans
+            .get(self.next)
+            .is_some_and(|&(start, _)| start <= position)
+    }
 }
 
 impl CompiledRule {
@@ -413,11 +690,16 @@ impl CompiledRule {
             return None;
         }
         let key_group = regex.capture_names().position(|name| name == Some("key"));
+        let command = match rule.command {
+            Some(pattern) => Some(Regex::new(pattern).ok()?),
+            None => None,
+        };
         Some(CompiledRule {
             rule,
             regex,
             secret_groups,
             key_group,
+            command,
         })
     }
 
@@ -437,11 +719,23 @@ impl CompiledRule {
         let mut out = String::new();
         let mut copied = 0;
         let mut changed = false;
+        let mut commands = self.command.as_ref().map(|command| Commands {
+            spans: command
+                .find_iter(text)
+                .map(|found| (found.start(), found.end()))
+                .collect(),
+            next: 0,
+        });
         for caps in self.regex.captures_iter(text) {
             let Some(secret) = self.secret_groups.iter().find_map(|&i| caps.get(i)) else {
                 continue;
             };
             if !(self.rule.masks)(secret.as_str()) {
+                continue;
+            }
+            if let (Some(commands), Some(found)) = (commands.as_mut(), caps.get(0))
+                && !commands.contain(found.start())
+            {
                 continue;
             }
             out.push_str(&text[copied..secret.start()]);
@@ -461,6 +755,8 @@ impl CompiledRule {
 
 /// Every rule compiled, with a set of all the patterns as the prefilter.
 struct Compiled {
+    /// Words one of which every match of every rule holds (see [`LITERALS`]).
+    literals: AhoCorasick,
     /// All the patterns at once: which rules can match at all, in one pass.
     set: RegexSet,
     /// The rules, in [`RULES`] order.
@@ -470,16 +766,30 @@ struct Compiled {
 impl Compiled {
     /// Compiles [`RULES`]; `None` if any pattern fails.
     fn new() -> Option<Self> {
+        let literals = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(LITERALS)
+            .ok()?;
         let set = RegexSet::new(RULES.iter().map(|r| r.pattern)).ok()?;
         let rules = RULES
             .iter()
             .map(CompiledRule::new)
             .collect::<Option<Vec<_>>>()?;
-        Some(Compiled { set, rules })
+        Some(Compiled {
+            literals,
+            set,
+            rules,
+        })
     }
 
     /// `text` masked by every rule whose pattern occurs in it, in order.
     fn mask<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        // Most texts hold no credential: a text without any of the words every match needs
+        // holds none, and one search that stops at the first match of any rule settles most
+        // others, far faster than finding every rule's matches.
+        if !self.literals.is_match(text) || !self.set.is_match(text) {
+            return Cow::Borrowed(text);
+        }
         let matched = self.set.matches(text);
         let mut out = Cow::Borrowed(text);
         for index in matched.iter() {
@@ -493,6 +803,65 @@ impl Compiled {
         out
     }
 }
+
+/// Whether a literal, case-insensitive search for `needle` could find, in a masked text, a
+/// match that the masking made: one that takes in a `[` or a `]` of a replacement, or lies
+/// within its `REDACTED:<kind>`. When it could not (this returns `false`), every match in a
+/// masked text lies in text the masking left as it was, so it is a match in the stored text
+/// too: searching the stored text first can only drop rows the search of the masked text
+/// would drop. Whitespace in `needle` is ignored (a replacement holds none), and a needle that
+/// is empty or not ASCII (Unicode case folding could make other letters match) always could.
+pub fn may_match_replacement(needle: &str) -> bool {
+    let folded: String = needle
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if folded.is_empty() || !folded.is_ascii() || folded.contains(['[', ']']) {
+        return true;
+    }
+    PATTERNS
+        .iter()
+        .map(|p| p.kind)
+        .chain(["unmaskable"])
+        .any(|kind| format!("redacted:{kind}").contains(&folded))
+}
+
+/// Words (ASCII, compared without case) one of which every match of every rule in [`RULES`]
+/// holds, so a text with none of them is left as it is without running the rules: the names
+/// of the secret-named keys (`pass` covers `password`, `passwd`, `passphrase` and `_PASS`;
+/// `key` covers `api_key`, `access_key`, `private_key`, `secret_key` and `PRIVATE KEY`), the
+/// providers' prefixes, `bearer`, `basic`, the `://` of a URL, and the commands whose options
+/// are masked (`curl`, the MySQL and MariaDB clients). A rule added to [`RULES`] must hold one
+/// of these in every match (`every_pattern_masks_its_example` and the `cases()` tests check
+/// that each kind's texts pass).
+const LITERALS: &[&str] = &[
+    "pass",
+    "secret",
+    "token",
+    "key",
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "akia",
+    "asia",
+    "aiza",
+    "xox",
+    "_live_",
+    "_test_",
+    "hf_",
+    "eyj",
+    "bearer",
+    "basic",
+    "://",
+    "curl",
+    "mysql",
+    "mariadb",
+];
 
 /// The rules, compiled once.
 static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(Compiled::new);
@@ -684,6 +1053,35 @@ mod tests {
                 "{\"command\":\"curl -H 'Authorization: Bearer abcdef1234567890' https://api.x.com\"}",
                 "{\"command\":\"curl -H 'Authorization: Bearer [REDACTED:bearer_token]' https://api.x.com\"}",
             ),
+            (
+                "gh auth login --token abc123 --hostname x",
+                "gh auth login --token [REDACTED:token] --hostname x",
+            ),
+            (
+                "tool --client-secret \"two words\" run",
+                "tool --client-secret \"[REDACTED:secret]\" run",
+            ),
+            (
+                "curl -u bob:hunter2 https://x.example.com",
+                "curl -u bob:[REDACTED:password] https://x.example.com",
+            ),
+            (
+                "curl --user 'bob:two words' https://x.example.com",
+                "curl --user 'bob:[REDACTED:password]' https://x.example.com",
+            ),
+            (
+                "mysql -u root -phunter2 app",
+                "mysql -u root -p[REDACTED:password] app",
+            ),
+            (
+                "password: \"correct horse battery staple\"",
+                "password: \"[REDACTED:password]\"",
+            ),
+            ("password: 'it''s mine'", "password: '[REDACTED:password]'"),
+            (
+                "password: \"$uper secret\"",
+                "password: \"[REDACTED:password]\"",
+            ),
         ];
         let mut cases: Vec<(String, String)> = fixed
             .iter()
@@ -720,6 +1118,74 @@ mod tests {
             ),
         ]);
         cases
+    }
+
+    #[test]
+    fn every_masked_text_holds_one_of_the_literals() {
+        let literals = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(LITERALS)
+            .unwrap();
+        let examples = PATTERNS.iter().map(|p| p.example.to_string());
+        let masked_inputs = cases()
+            .into_iter()
+            .filter(|(input, output)| input != output)
+            .map(|(input, _)| input);
+        for text in examples.chain(masked_inputs) {
+            assert!(literals.is_match(&text), "{text:?} holds none of LITERALS");
+            // Masked with the literals' check as without it.
+            let compiled = Compiled::new().unwrap();
+            let unfiltered = {
+                let matched = compiled.set.matches(&text);
+                let mut out = Cow::Borrowed(text.as_str());
+                for index in matched.iter() {
+                    if let Some(masked) = compiled.rules[index].apply(&out) {
+                        out = Cow::Owned(masked);
+                    }
+                }
+                out.into_owned()
+            };
+            assert_eq!(compiled.mask(&text), unfiltered, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_needle_the_replacements_could_hold_is_told() {
+        for needle in [
+            "red",
+            "ACTED",
+            "d:tok",
+            "[",
+            "x]",
+            "redacted:password",
+            "",
+            " ",
+            "ſecret",
+        ] {
+            assert!(may_match_replacement(needle), "{needle:?}");
+        }
+        for needle in [
+            "timeout",
+            "hunter2",
+            "flaky login",
+            "sk-",
+            "password=",
+            "kind]x",
+        ] {
+            assert_eq!(
+                may_match_replacement(needle),
+                needle.contains(']'),
+                "{needle:?}"
+            );
+        }
+        // What the claim rests on: a needle it clears, found in a masked text, is in the text.
+        for (input, masked) in cases() {
+            for needle in ["timeout", "bob", "example", "api", "user", "com"] {
+                if !may_match_replacement(needle) && masked.to_ascii_lowercase().contains(needle) {
+                    assert!(input.to_ascii_lowercase().contains(needle), "{input:?}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -943,5 +1409,304 @@ mod tests {
         assert_eq!(key_kind("apiKey"), "api_key");
         assert_eq!(key_kind("client_secret"), "secret");
         assert_eq!(key_kind("aws_secret_access_key"), "secret");
+    }
+
+    /// Asserts that `input` masks to `expected`, and that masking that again changes nothing.
+    fn assert_masks(input: &str, expected: &str) {
+        assert_eq!(mask(input), expected, "input {input:?}");
+        assert_kept(expected);
+    }
+
+    #[test]
+    fn masks_secret_flags_followed_by_a_space() {
+        for (input, expected) in [
+            ("--token abc123", "--token [REDACTED:token]"),
+            (
+                "cli --password hunter2 --user bob",
+                "cli --password [REDACTED:password] --user bob",
+            ),
+            (
+                "tool --api-key abc123 run",
+                "tool --api-key [REDACTED:api_key] run",
+            ),
+            ("tool --secret s3cr3t", "tool --secret [REDACTED:secret]"),
+            (
+                "tool --access-token abc123",
+                "tool --access-token [REDACTED:token]",
+            ),
+            (
+                "tool --client-secret abc123",
+                "tool --client-secret [REDACTED:secret]",
+            ),
+            (
+                "tool --secret-key abc123",
+                "tool --secret-key [REDACTED:secret]",
+            ),
+            (
+                "tool --DB_PASS\thunter2",
+                "tool --DB_PASS\t[REDACTED:password]",
+            ),
+            (
+                "kubeadm join --token abcdef.0123456789abcdef host:6443",
+                "kubeadm join --token [REDACTED:token] host:6443",
+            ),
+            (
+                "tool --password \"correct horse battery\" --verbose",
+                "tool --password \"[REDACTED:password]\" --verbose",
+            ),
+            (
+                "tool --password 'two words'",
+                "tool --password '[REDACTED:password]'",
+            ),
+            (
+                "{\"command\":\"tool --token abc123 --password \\\"a b\\\"\"}",
+                "{\"command\":\"tool --token [REDACTED:token] --password \\\"[REDACTED:password]\\\"\"}",
+            ),
+            (
+                "wget --user bob --password hunter2 https://x.example.com",
+                "wget --user bob --password [REDACTED:password] https://x.example.com",
+            ),
+            (
+                "wget --http-user=bob --http-password hunter2 https://x.example.com",
+                "wget --http-user=bob --http-password [REDACTED:password] https://x.example.com",
+            ),
+        ] {
+            assert_masks(input, expected);
+        }
+        // A provider key after a flag keeps the provider's kind.
+        assert_masks(
+            &format!("huggingface-cli login --token {HUGGINGFACE}"),
+            "huggingface-cli login --token [REDACTED:huggingface_token]",
+        );
+    }
+
+    #[test]
+    fn leaves_flags_without_a_value_alone() {
+        for text in [
+            "tool --token --verbose",
+            "tool --password -",
+            "tool --token $TOKEN",
+            "tool --token ${TOKEN}",
+            "tool --token <token>",
+            "tool --token \"$TOKEN\"",
+            "tool --password '<your password>'",
+            "  --token TOKEN         the API token",
+            "  --api-key API_KEY     the key",
+            "  --access-token ACCESS_TOKEN",
+            "  --password TEXT",
+            "--password is required",
+            "use the --token flag or the --api-key option",
+            "max_tokens 100",
+            "--max-tokens 100",
+            "--token-file path",
+            "--password-stdin",
+            "gh auth login --with-token < token.txt",
+            "f\"--token {token}\"",
+            "\"--password %s\" % password",
+            "tool --token \\\n  abc",
+        ] {
+            assert_kept(text);
+        }
+    }
+
+    #[test]
+    fn masks_curl_user_passwords() {
+        for (input, expected) in [
+            (
+                "curl --user bob:hunter2 https://x.example.com",
+                "curl --user bob:[REDACTED:password] https://x.example.com",
+            ),
+            (
+                "curl -u 'bob:hunter2' https://x.example.com",
+                "curl -u 'bob:[REDACTED:password]' https://x.example.com",
+            ),
+            (
+                "curl -u \"bob:hunter2\" https://x.example.com",
+                "curl -u \"bob:[REDACTED:password]\" https://x.example.com",
+            ),
+            (
+                "curl -ubob:hunter2 https://x.example.com",
+                "curl -ubob:[REDACTED:password] https://x.example.com",
+            ),
+            (
+                "curl -sSu bob:hunter2 https://x.example.com",
+                "curl -sSu bob:[REDACTED:password] https://x.example.com",
+            ),
+            (
+                "curl -u 'bob:pa:ss word' https://x.example.com",
+                "curl -u 'bob:[REDACTED:password]' https://x.example.com",
+            ),
+            (
+                "/usr/bin/curl -H 'Accept: a/b' -u bob:s3cret -U proxy:pw https://x",
+                "/usr/bin/curl -H 'Accept: a/b' -u bob:[REDACTED:password] -U proxy:[REDACTED:password] https://x",
+            ),
+            (
+                "curl -u \"$USER:$PASS\" -x p --proxy-user px:pw https://x",
+                "curl -u \"$USER:$PASS\" -x p --proxy-user px:[REDACTED:password] https://x",
+            ),
+            (
+                "{\"command\":\"curl -u bob:hunter2 https://x\\nls -la\"}",
+                "{\"command\":\"curl -u bob:[REDACTED:password] https://x\\nls -la\"}",
+            ),
+            (
+                "{\"command\":\"curl -u \\\"bob:hunter2\\\" https://x\"}",
+                "{\"command\":\"curl -u \\\"bob:[REDACTED:password]\\\" https://x\"}",
+            ),
+            // A command continued on the next lines by a `\`, as is, with `\r\n` or in JSON.
+            (
+                "curl -X POST https://x.example.com \\\n  -H 'A: b' \\\n  -u bob:hunter2 \\\n  -d x",
+                "curl -X POST https://x.example.com \\\n  -H 'A: b' \\\n  -u bob:[REDACTED:password] \\\n  -d x",
+            ),
+            (
+                "curl https://x \\\r\n-u bob:hunter2",
+                "curl https://x \\\r\n-u bob:[REDACTED:password]",
+            ),
+            (
+                "{\"command\":\"curl https://x \\\\\\n  --user bob:hunter2\"}",
+                "{\"command\":\"curl https://x \\\\\\n  --user bob:[REDACTED:password]\"}",
+            ),
+        ] {
+            assert_masks(input, expected);
+        }
+    }
+
+    #[test]
+    fn leaves_user_options_without_a_curl_password_alone() {
+        for text in [
+            "curl -u bob https://x.example.com",
+            "curl -u bob https://x.example.com:8080/",
+            "curl -u :  --negotiate https://x.example.com",
+            "curl -u \"$USER:$PASS\" https://x.example.com",
+            "curl -u \"${USER}:${PASS}\" https://x.example.com",
+            "curl -u bob:$(cat pw.txt) https://x.example.com",
+            "curl -u 'bob:{password}' https://x.example.com",
+            "curl --user-agent 'Agent:1' https://x.example.com",
+            "ps -u root",
+            "sort -u file:1",
+            "curl https://x.example.com && sort -u a:b",
+            "curl https://x.example.com | sort -u a:b",
+            "curl https://x.example.com; sort -u a:b",
+            "curl https://x.example.com\nsort -u a:b",
+            "curl https://x.example.com\n-u a:b",
+            "{\"command\":\"curl https://x.example.com\\nsort -u a:b\"}",
+            "{\"command\":\"curl 'https://x.example.com/a\\\\nb' \\\"x\\\"\\nsort -u a:b\"}",
+            "docker run -u 1000:1000 image",
+        ] {
+            assert_kept(text);
+        }
+    }
+
+    #[test]
+    fn masks_mysql_glued_passwords() {
+        for (input, expected) in [
+            (
+                "mysqldump -phunter2 app",
+                "mysqldump -p[REDACTED:password] app",
+            ),
+            (
+                "mysqladmin -u root -p\"x y\" status",
+                "mysqladmin -u root -p\"[REDACTED:password]\" status",
+            ),
+            (
+                "mariadb -h db -p'two words' app",
+                "mariadb -h db -p'[REDACTED:password]' app",
+            ),
+            (
+                "mariadb-dump -uroot -phunter2 app > dump.sql",
+                "mariadb-dump -uroot -p[REDACTED:password] app > dump.sql",
+            ),
+            (
+                "docker exec db mysql -uroot -phunter2 -e 'select 1'",
+                "docker exec db mysql -uroot -p[REDACTED:password] -e 'select 1'",
+            ),
+            (
+                "{\"command\":\"mysql -u root -phunter2 app\"}",
+                "{\"command\":\"mysql -u root -p[REDACTED:password] app\"}",
+            ),
+            (
+                "mysql -h db.example.com \\\n  -u root \\\n  -phunter2 app",
+                "mysql -h db.example.com \\\n  -u root \\\n  -p[REDACTED:password] app",
+            ),
+        ] {
+            assert_masks(input, expected);
+        }
+    }
+
+    #[test]
+    fn leaves_other_p_options_alone() {
+        for text in [
+            "mysql -p",
+            "mysql -u root -p",
+            "mysql -p dbname",
+            "mysql -u root -p -e 'show databases'",
+            "mysql -P 3306 -h db -p app",
+            "mysql -p$MYSQL_PWD app",
+            "mysql -p\"$MYSQL_PWD\" app",
+            "mysql --protocol tcp app",
+            "mkdir -p foo",
+            "cp -pr a b",
+            "ssh -p 22 host",
+            "mysql -p app; mkdir -pfoo",
+            "mysql -p app && cp -prsrc dst",
+            "mysql -p app\nmkdir -pfoo",
+            "{\"command\":\"mysql -p app\\ncp -pr a b\"}",
+            "f\"mysql -p{password} app\"",
+        ] {
+            assert_kept(text);
+        }
+    }
+
+    #[test]
+    fn quoted_values_with_spaces_vanish_whole() {
+        for (text, secret) in [
+            (
+                "password: \"correct horse battery staple\"",
+                "correct horse battery staple",
+            ),
+            ("password: 'two words'", "two words"),
+            ("DB_PASSWORD=\"my hidden phrase\"", "my hidden phrase"),
+            ("export DB_PASSWORD='my hidden phrase'", "my hidden phrase"),
+            ("DB_PASSWORD = \"a1 b2 c3\"", "a1 b2 c3"),
+            (
+                "db:\n  password: \"red fox jumps\"\n  user: app\n",
+                "red fox jumps",
+            ),
+            (
+                "users:\n  - password: \"red fox\"\n    name: bob\n",
+                "red fox",
+            ),
+            ("- password: \"red fox\"", "red fox"),
+            ("password: 'it''s mine'", "it''s mine"),
+            ("password: \"$uper secret\"", "$uper secret"),
+            ("password: '<3 my cat'", "<3 my cat"),
+            ("password: \"{{ not }} a template\"", "{{ not }} a template"),
+            (
+                "{\"command\":\"export DB_PASSWORD=\\\"my hidden phrase\\\"\"}",
+                "my hidden phrase",
+            ),
+        ] {
+            // The whole quoted value is replaced, so no word of it remains.
+            let expected = text.replacen(secret, "[REDACTED:password]", 1);
+            assert_masks(text, &expected);
+        }
+    }
+
+    #[test]
+    fn quoted_placeholders_with_spaces_stay() {
+        for text in [
+            "password: \"${DB_PASSWORD:-a default}\"",
+            "password: \"$(cat /run/secrets/db pass)\"",
+            "password: \"<your password here>\"",
+            "password: \"{{ vault_password }}\"",
+            "password: \"$USER $PASS\"",
+            "password: \"*** ***\"",
+            "password: \"   \"",
+        ] {
+            assert_kept(text);
+        }
+        assert!(is_placeholder("${A:-x y}"));
+        assert!(!is_placeholder("${A} secret}"));
+        assert!(!is_placeholder("$(a) b"));
+        assert!(!is_placeholder("<3 my cat"));
     }
 }

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::common::Result;
+use datafusion::datasource::TableProvider;
 use datafusion::execution::context::SessionContext;
 
 pub use self::manifest::Manifest;
@@ -116,6 +117,21 @@ pub fn register_snapshot(
     manifest: &Manifest,
 ) -> Result<()> {
     ctx.register_object_store(&root.store_url, Arc::clone(&root.store));
+    for (name, table) in snapshot_tables(archive, root, manifest)? {
+        ctx.register_table(name, table)?;
+    }
+    Ok(())
+}
+
+/// The provider of every table of `manifest` (rooted at `root`), by SQL name in the catalog's
+/// order, with the archive at `archive` answering full-text matches. The store of `root` must
+/// be registered in the runtime that runs their scans.
+pub fn snapshot_tables(
+    archive: &Path,
+    root: &Location,
+    manifest: &Manifest,
+) -> Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
+    let mut tables: Vec<(&'static str, Arc<dyn TableProvider>)> = Vec::new();
     for def in quarry_schema::CATALOG {
         let files = manifest.tables.get(def.name).ok_or_else(|| {
             datafusion::common::DataFusionError::Plan(format!(
@@ -130,7 +146,7 @@ pub fn register_snapshot(
         };
         let arrow = manifest.file_format == "arrow";
         let table = SnapshotTable::with_format(def, root, files, fulltext, arrow)?;
-        ctx.register_table(def.name, Arc::new(table))?;
+        tables.push((def.name, Arc::new(table)));
     }
-    Ok(())
+    Ok(tables)
 }

@@ -13,4 +13,4 @@ mod table;
 pub use pushdown::{FTS_FUNCTION, Pushdown, classify};
 pub use scan::SqliteScanExec;
 pub use schema::{TIME_ZONE, arrow_field, arrow_schema, data_type};
-pub use table::{SqliteTable, register_archive};
+pub use table::{SqliteTable, archive_tables, register_archive};

@@ -162,12 +162,23 @@ impl TableProvider for SqliteTable {
     }
 }
 
+/// The provider of every table of the catalog (`quarry_schema::CATALOG`) of the archive at
+/// `path`, by SQL name, in the catalog's order.
+pub fn archive_tables(path: &Path) -> Result<Vec<(&'static str, Arc<dyn TableProvider>)>> {
+    quarry_schema::CATALOG
+        .iter()
+        .map(|def| {
+            let table: Arc<dyn TableProvider> = Arc::new(SqliteTable::open(path, def.name)?);
+            Ok((def.name, table))
+        })
+        .collect()
+}
+
 /// Registers every table of the catalog (`quarry_schema::CATALOG`) of the archive at `path` in
 /// `ctx` under its SQL name.
 pub fn register_archive(ctx: &SessionContext, path: &Path) -> Result<()> {
-    for def in quarry_schema::CATALOG {
-        let table = SqliteTable::open(path, def.name)?;
-        ctx.register_table(def.name, Arc::new(table))?;
+    for (name, table) in archive_tables(path)? {
+        ctx.register_table(name, table)?;
     }
     Ok(())
 }

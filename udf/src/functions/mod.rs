@@ -7,11 +7,13 @@
 //! | `quarry_text_match(text, pattern)` | scalar | `text_match.rs` |
 //! | `fts_match(column, query)` | scalar (pushdown marker) | `fts.rs` |
 //! | `mask_credentials(text)` | scalar | `mask.rs` |
+//! | `quarry_member_of(value)` | scalar over a fixed set (never registered by name) | `member.rs` |
 //!
 //! This module knows nothing about the language or the archive.
 
 mod fts;
 mod mask;
+mod member;
 mod pnn;
 mod strings;
 mod text_match;
@@ -23,6 +25,7 @@ use datafusion::prelude::SessionContext;
 
 pub use fts::{FTS_MATCH, FtsMatch, NOT_PUSHED_DOWN, as_fts_match, fts_match, fts_match_udf};
 pub use mask::{MASK_CREDENTIALS, MaskCredentials, mask_credentials, mask_credentials_udf};
+pub use member::{MEMBER_OF, MemberOf, MemberSet, member_of};
 pub use pnn::{
     PERCENTILE_NEAREST_RANK, PercentileNearestRank, percentile_nearest_rank,
     percentile_nearest_rank_udaf,
