@@ -4,6 +4,7 @@
 //!
 //! This module must not know the language or the archive.
 
+use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, StringArray};
@@ -124,14 +125,26 @@ impl ScalarUDFImpl for MaskCredentials {
     }
 }
 
-/// Masks every row of a string array; the result has the array's type.
+/// Masks every row of a string array; the result has the array's type. Most batches hold no
+/// credential: one whose every row the masking leaves as it is (the same text, not a copy) is
+/// answered with the array itself, so its text is neither copied nor cast.
 fn mask_array(array: &ArrayRef) -> Result<ArrayRef> {
     if array.data_type().is_null() {
         return Ok(Arc::clone(array));
     }
-    let masked: StringArray = array_strs(MASK_CREDENTIALS, array.as_ref())?
-        .map(|t| t.map(mask_text))
-        .collect();
+    let rows: Vec<(Option<&str>, Option<Cow<'_, str>>)> =
+        array_strs(MASK_CREDENTIALS, array.as_ref())?
+            .map(|t| (t, t.map(mask_text)))
+            .collect();
+    let unchanged = rows.iter().all(|(text, masked)| match (text, masked) {
+        (Some(text), Some(Cow::Borrowed(masked))) => std::ptr::eq(*text, *masked),
+        (None, None) => true,
+        _ => false,
+    });
+    if unchanged {
+        return Ok(Arc::clone(array));
+    }
+    let masked: StringArray = rows.iter().map(|(_, masked)| masked.as_deref()).collect();
     if array.data_type() == &DataType::Utf8 {
         return Ok(Arc::new(masked));
     }
@@ -163,5 +176,24 @@ mod tests {
         );
         assert!(out.is_null(1));
         assert_eq!(out.value(2), "nothing secret here");
+    }
+
+    #[test]
+    fn a_batch_with_nothing_to_mask_is_the_array_itself() {
+        let clean: ArrayRef = Arc::new(StringViewArray::from(vec![
+            Some("a token of thanks"),
+            None,
+            Some("pass the salt"),
+        ]));
+        assert!(Arc::ptr_eq(&mask_array(&clean).unwrap(), &clean));
+        let secret: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("a token of thanks"),
+            Some("export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        ]));
+        let out = mask_array(&secret).unwrap();
+        assert!(!Arc::ptr_eq(&out, &secret));
+        let out = out.as_string::<i32>();
+        assert_eq!(out.value(0), "a token of thanks");
+        assert!(!out.value(1).contains("ghp_abcdef"), "{}", out.value(1));
     }
 }
