@@ -228,9 +228,7 @@ pub use crate::engine::Session;
 
 /// One request's session (this build has no engine, so there is never one).
 #[cfg(not(feature = "engine"))]
-pub struct Session {
-    never: std::convert::Infallible,
-}
+pub enum Session {}
 
 /// One question, in either language, with the caps and the time limit of the caller: what
 /// [`Session::run`] answers.

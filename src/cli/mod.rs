@@ -341,7 +341,7 @@ pub enum AssertionsCommand {
 pub struct Failure {
     code: u8,
     message: String,
-    body: Option<crate::ErrorBody>,
+    body: Option<Box<crate::ErrorBody>>,
 }
 
 impl Failure {
@@ -362,14 +362,14 @@ impl Failure {
         let message = message.to_string();
         Failure {
             code: class.exit_code(),
-            body: Some(crate::ErrorBody {
+            body: Some(Box::new(crate::ErrorBody {
                 code,
                 class,
                 status: class.http_status(),
                 message: message.clone(),
                 diagnostics: serde_json::json!([{"code": code, "message": message}]),
                 rendered: None,
-            }),
+            })),
             message,
         }
     }
@@ -378,7 +378,7 @@ impl Failure {
         Failure {
             code: e.class().exit_code(),
             message: e.message(),
-            body: Some(e.body(query)),
+            body: Some(Box::new(e.body(query))),
         }
     }
     /// A failure whose message was already written (a rendered diagnostic).
