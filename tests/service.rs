@@ -195,6 +195,37 @@ struct Case {
     env: Vec<(&'static str, &'static str)>,
 }
 
+impl Case {
+    /// `messages | count` as an admin on every surface, failing with `code` (exit code 1).
+    fn count(
+        class: &'static str,
+        code: &'static str,
+        status: u16,
+        env: Vec<(&'static str, &'static str)>,
+    ) -> Case {
+        let expression = "messages | count";
+        Case {
+            class,
+            code,
+            exit: 1,
+            status,
+            cli: vec![expression],
+            http: (
+                "GET",
+                format!("/api/query-units?expression={}", encode(expression)),
+                None,
+                false,
+            ),
+            mcp: (
+                vec!["--scope", "admin"],
+                "query_units",
+                json!({ "expression": expression }),
+            ),
+            env,
+        }
+    }
+}
+
 /// A query that runs for minutes on the fixture unless cancelled.
 const SLOW: &str = "SELECT count(*) FROM messages a, messages b, messages c WHERE a.word_count + b.word_count + c.word_count = -1";
 
@@ -285,25 +316,12 @@ fn every_error_class_has_one_code_on_every_surface() {
             ),
             env: vec![],
         },
-        Case {
-            class: "internal",
-            code: "internal",
-            exit: 1,
-            status: 500,
-            cli: vec!["messages | count"],
-            http: (
-                "GET",
-                format!("/api/query-units?expression={}", encode("messages | count")),
-                None,
-                false,
-            ),
-            mcp: (
-                vec!["--scope", "admin"],
-                "query_units",
-                json!({"expression": "messages | count"}),
-            ),
-            env: vec![("QUARRY_FAULT", "internal")],
-        },
+        Case::count(
+            "internal",
+            "internal",
+            500,
+            vec![("QUARRY_FAULT", "internal")],
+        ),
     ];
     for case in &cases {
         check_case(&f, &a, case);
@@ -317,25 +335,7 @@ fn every_error_class_has_one_code_on_every_surface() {
     check_case(
         &f,
         &a,
-        &Case {
-            class: "unavailable",
-            code: "audit_failed",
-            exit: 1,
-            status: 503,
-            cli: vec!["messages | count"],
-            http: (
-                "GET",
-                format!("/api/query-units?expression={}", encode("messages | count")),
-                None,
-                false,
-            ),
-            mcp: (
-                vec!["--scope", "admin"],
-                "query_units",
-                json!({"expression": "messages | count"}),
-            ),
-            env: vec![],
-        },
+        &Case::count("unavailable", "audit_failed", 503, vec![]),
     );
     std::fs::remove_dir(&audit).unwrap();
 }

@@ -851,3 +851,70 @@ fn top_k_on_the_snapshot_is_bounded_by_row_group_statistics_and_stays_exact() {
     let explained = runtime().block_on(sqlite.explain_plan(cases[0].1)).unwrap();
     assert!(!explained.contains("top-k"), "{explained}");
 }
+
+#[test]
+fn the_text_columns_take_their_own_codec_and_a_change_of_it_rewrites_the_snapshot() {
+    let Some(archive) = crate::differential::corpus_archive() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let snapshot = dir.path().join("snap");
+    let mut options = Options::new(archive);
+    options.snapshot_url = Some(snapshot.display().to_string());
+    let write = |text: Option<&str>| {
+        let settings = WriteSettings {
+            compression: "zstd(1)".into(),
+            text_compression: text.map(str::to_string),
+            ..WriteSettings::default()
+        };
+        runtime()
+            .block_on(quarry::export::write_snapshot(&options, &settings, &|_| {}))
+            .unwrap()
+    };
+    // The codec of every column chunk of every file, by column name.
+    let codecs = || {
+        let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for file in manifest(&snapshot).files() {
+            let reader = parquet::file::reader::SerializedFileReader::new(
+                std::fs::File::open(snapshot.join(&file.path)).unwrap(),
+            )
+            .unwrap();
+            use parquet::file::reader::FileReader;
+            for group in reader.metadata().row_groups() {
+                for column in group.columns() {
+                    seen.entry(column.column_path().string())
+                        .or_default()
+                        .insert(format!("{:?}", column.compression()));
+                }
+            }
+        }
+        seen
+    };
+    let report = write(Some("lz4"));
+    assert!(report.full);
+    assert_eq!(manifest(&snapshot).text_compression.as_deref(), Some("lz4"));
+    let seen = codecs();
+    assert_eq!(seen["text"], BTreeSet::from(["LZ4_RAW".to_string()]));
+    for (column, codecs) in seen.iter().filter(|(c, _)| *c != "text") {
+        assert!(
+            codecs.iter().all(|c| c.starts_with("ZSTD")),
+            "{column}: {codecs:?}"
+        );
+    }
+    // Answers read through the text column equal the archive's.
+    check_sources_agree(
+        archive,
+        &snapshot,
+        &[
+            "messages where text:error | group by role | count".to_string(),
+            "blocks where text:the | count".to_string(),
+            "messages | sort -words | take 5 | select text, words".to_string(),
+        ],
+    );
+    // Unchanged settings reuse the files; another text codec rewrites them all.
+    assert!(write(Some("lz4")).unchanged);
+    let again = write(None);
+    assert!(again.full && !again.unchanged);
+    assert!(manifest(&snapshot).text_compression.is_none());
+    assert!(codecs()["text"].iter().all(|c| c.starts_with("ZSTD")));
+}

@@ -6,6 +6,8 @@
 //! query language. DataFusion `TableProvider`s over these tables join this crate with the engine.
 
 pub mod archive;
+#[cfg(feature = "engine")]
+pub mod pass_through;
 pub mod schema;
 #[cfg(feature = "engine")]
 pub mod scoped;

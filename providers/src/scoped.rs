@@ -23,18 +23,18 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::Session;
-use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::common::tree_node::TreeNode;
 use datafusion::common::{Column, DFSchema, DataFusionError, Result, ScalarValue};
 use datafusion::datasource::{TableProvider, TableType};
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, cast, col, lit, when};
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::LocalLimitExec;
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use quarry_schema::{Table, Visibility};
 use quarry_udf::functions::{MemberSet, member_of};
+
+use crate::pass_through::PassThroughExec;
 
 /// At most this many sessions (or hidden messages) are also pushed into the inner scan as an
 /// `IN` list: SQLite then reads only their rows, and a limit can be pushed with them. Beyond
@@ -506,82 +506,11 @@ impl TableProvider for ScopedTable {
             // The search of the masked text stays above the masking, where the rows the
             // prefilter dropped are gone (pushed into the filter below, it would mask them all
             // first).
-            projected = Arc::new(Fence::new(projected));
+            projected = Arc::new(PassThroughExec::new("MaskedSearchFence", projected, None));
         }
         Ok(match limit {
             Some(limit) => Arc::new(LocalLimitExec::new(projected, limit)),
             None => projected,
         })
-    }
-}
-
-/// A pass-through node that takes no filter from above: a filter on masked columns stays
-/// where the masked values are, above the prefilter that made them few.
-#[derive(Debug)]
-struct Fence {
-    input: Arc<dyn ExecutionPlan>,
-    properties: Arc<PlanProperties>,
-}
-
-impl Fence {
-    fn new(input: Arc<dyn ExecutionPlan>) -> Self {
-        Fence {
-            properties: Arc::clone(input.properties()),
-            input,
-        }
-    }
-}
-
-impl DisplayAs for Fence {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "MaskedSearchFence")
-    }
-}
-
-impl ExecutionPlan for Fence {
-    fn name(&self) -> &str {
-        "MaskedSearchFence"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn maintains_input_order(&self) -> Vec<bool> {
-        vec![true]
-    }
-
-    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
-        vec![false]
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children
-            .into_iter()
-            .next()
-            .ok_or_else(|| DataFusionError::Internal("a fence has one child".into()))?;
-        Ok(Arc::new(Fence::new(input)))
-    }
-
-    fn execute(
-        &self,
-        partition: usize,
-        context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        self.input.execute(partition, context)
     }
 }

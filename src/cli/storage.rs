@@ -31,6 +31,10 @@ pub struct SnapshotArgs {
     /// Parquet codec: zstd(1) (the default), zstd(LEVEL), zstd, lz4, snappy or none.
     #[arg(long, value_name = "CODEC")]
     pub compression: Option<String>,
+    /// Parquet codec of the `text` columns alone (default: as --compression when it is given,
+    /// else the default layout's).
+    #[arg(long, value_name = "CODEC")]
+    pub text_compression: Option<String>,
     /// Rows per Parquet row group.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub row_group_rows: Option<u64>,
@@ -72,8 +76,16 @@ pub fn run_snapshot(cli: &Cli, args: SnapshotArgs) -> Result<(), Failure> {
         options.snapshot_url = args.to;
     }
     let defaults = WriteSettings::default();
+    // Text follows a codec given alone; the default layout's text codec goes with its own.
+    let text_compression = match (&args.compression, args.text_compression) {
+        (_, Some(text)) => Some(text),
+        (Some(_), None) => None,
+        (None, None) => defaults.text_compression,
+    };
+    let compression = args.compression.unwrap_or(defaults.compression);
     let settings = WriteSettings {
-        compression: args.compression.unwrap_or(defaults.compression),
+        text_compression: text_compression.filter(|text| *text != compression),
+        compression,
         row_group_rows: args
             .row_group_rows
             .map_or(defaults.row_group_rows, |n| n as usize),

@@ -1,8 +1,8 @@
 //! Counting an aggregate's input as it flows: a pass-through plan node placed between an
 //! aggregate and its input (above any re-applied `Inexact` filter), so `input_rows` costs no
 //! second scan. The logical node ([`CountRows`]) keeps projection pushdown working (it needs
-//! exactly the columns its parent needs); the physical node ([`CountRowsExec`]) adds every
-//! partition's rows to one shared [`RowCounter`] and changes nothing else.
+//! exactly the columns its parent needs); the physical node (a [`PassThroughExec`] named `CountRowsExec`) adds
+//! every partition's rows to one shared [`RowCounter`] and changes nothing else.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -12,21 +12,17 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use async_trait::async_trait;
 use datafusion::catalog::Session;
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DFSchemaRef, DataFusionError, Result};
 use datafusion::execution::context::QueryPlanner;
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
 use datafusion::logical_expr::{
     Expr, Extension, LogicalPlan, UserDefinedLogicalNode, UserDefinedLogicalNodeCore,
 };
-use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_planner::{DefaultPhysicalPlanner, ExtensionPlanner, PhysicalPlanner};
-use futures::StreamExt;
+use quarry_providers::pass_through::PassThroughExec;
 
-/// Rows counted by every partition of one [`CountRowsExec`]; read when the stream has ended.
+/// Rows counted by every partition of one counting node; read when the stream has ended.
 #[derive(Debug, Clone, Default)]
 pub struct RowCounter(Arc<AtomicU64>);
 
@@ -116,89 +112,8 @@ impl UserDefinedLogicalNodeCore for CountRows {
     }
 }
 
-/// The physical pass-through node.
-#[derive(Debug)]
-pub struct CountRowsExec {
-    input: Arc<dyn ExecutionPlan>,
-    counter: RowCounter,
-    properties: Arc<PlanProperties>,
-}
-
-impl CountRowsExec {
-    fn new(input: Arc<dyn ExecutionPlan>, counter: RowCounter) -> Self {
-        let properties = Arc::clone(input.properties());
-        CountRowsExec {
-            input,
-            counter,
-            properties,
-        }
-    }
-}
-
-impl DisplayAs for CountRowsExec {
-    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "CountRowsExec")
-    }
-}
-
-impl ExecutionPlan for CountRowsExec {
-    fn name(&self) -> &str {
-        "CountRowsExec"
-    }
-
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
-
-    fn apply_expressions(
-        &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
-    ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn maintains_input_order(&self) -> Vec<bool> {
-        vec![true]
-    }
-
-    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
-        vec![false]
-    }
-
-    fn with_new_children(
-        self: Arc<Self>,
-        children: Vec<Arc<dyn ExecutionPlan>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children
-            .into_iter()
-            .next()
-            .ok_or_else(|| DataFusionError::Internal("CountRowsExec has one child".into()))?;
-        Ok(Arc::new(CountRowsExec::new(input, self.counter.clone())))
-    }
-
-    fn execute(
-        &self,
-        partition: usize,
-        context: Arc<TaskContext>,
-    ) -> Result<SendableRecordBatchStream> {
-        let input = self.input.execute(partition, context)?;
-        let schema = input.schema();
-        let counter = self.counter.clone();
-        let counted = input.map(move |batch| {
-            if let Ok(batch) = &batch {
-                counter.add(batch.num_rows());
-            }
-            batch
-        });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, counted)))
-    }
-}
-
-/// Plans [`CountRows`] nodes as [`CountRowsExec`].
+/// Plans [`CountRows`] nodes as a [`PassThroughExec`] named `CountRowsExec` that adds every
+/// batch's rows to the counter.
 #[derive(Debug, Default)]
 struct CountRowsPlanner;
 
@@ -219,9 +134,11 @@ impl ExtensionPlanner for CountRowsPlanner {
         let input = physical_inputs
             .first()
             .ok_or_else(|| DataFusionError::Internal("CountRows has one input".into()))?;
-        Ok(Some(Arc::new(CountRowsExec::new(
+        let counter = node.counter.clone();
+        Ok(Some(Arc::new(PassThroughExec::new(
+            "CountRowsExec",
             Arc::clone(input),
-            node.counter.clone(),
+            Some(Arc::new(move |rows| counter.add(rows))),
         ))))
     }
 }

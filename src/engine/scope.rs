@@ -154,35 +154,28 @@ async fn refreshed(
     let archive: PathBuf = archive.to_path_buf();
     super::blocking(move || {
         let fail = |e: rusqlite::Error| Error::archive(&archive, e);
-        let conn = Connection::open_with_flags(
-            &archive,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(fail)?;
+        let conn = read_only(&archive).map_err(fail)?;
         let change = match &previous {
             None => Change::Whole,
             Some(p) => change_between(&conn, p.stamp, stamp).map_err(fail)?,
         };
-        let by_partition = match (previous, change) {
-            (Some(p), Change::Nothing) => p.by_partition,
+        // What to read again: nothing, the changed partitions, or everything (`Some(None)`).
+        let (mut by_partition, reread) = match (previous, change) {
+            (Some(p), Change::Nothing) => (p.by_partition, None),
             (Some(p), Change::Partitions(partitions)) => {
                 let mut by_partition = p.by_partition;
                 for partition in &partitions {
                     by_partition.remove(partition);
                 }
-                for (partition, id) in read(&conn, Some(&partitions)).map_err(fail)? {
-                    by_partition.entry(partition).or_default().push(id);
-                }
-                by_partition
+                (by_partition, Some(Some(partitions)))
             }
-            (_, _) => {
-                let mut by_partition: BTreeMap<String, Vec<String>> = BTreeMap::new();
-                for (partition, id) in read(&conn, None).map_err(fail)? {
-                    by_partition.entry(partition).or_default().push(id);
-                }
-                by_partition
-            }
+            (_, _) => (BTreeMap::new(), Some(None)),
         };
+        if let Some(partitions) = reread {
+            for (partition, id) in read(&conn, partitions.as_deref()).map_err(fail)? {
+                by_partition.entry(partition).or_default().push(id);
+            }
+        }
         let all = Arc::new(MemberSet::new(by_partition.values().flatten().cloned()));
         Ok(Grouped {
             stamp,
@@ -193,16 +186,20 @@ async fn refreshed(
     .await
 }
 
+/// The archive opened read-only for one blocking read.
+pub(super) fn read_only(archive: &Path) -> rusqlite::Result<Connection> {
+    Connection::open_with_flags(
+        archive,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
 /// How many sessions the archive holds now.
 async fn session_count(archive: &Path) -> Result<usize, Error> {
     let archive = archive.to_path_buf();
     super::blocking(move || {
         let fail = |e: rusqlite::Error| Error::archive(&archive, e);
-        let conn = Connection::open_with_flags(
-            &archive,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(fail)?;
+        let conn = read_only(&archive).map_err(fail)?;
         let n: i64 = conn
             .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
             .map_err(fail)?;

@@ -19,7 +19,7 @@ use datafusion::common::DataFusionError;
 use datafusion::datasource::TableProvider;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionState;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::Connection;
 
 use super::engine_error;
 use super::source::{Chosen, Providers};
@@ -63,11 +63,8 @@ impl Watch {
         })?;
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         if open.as_ref().is_none_or(|(seen, _)| *seen != file) {
-            let conn = Connection::open_with_flags(
-                &self.path,
-                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )
-            .map_err(|e| Error::archive(&self.path, e))?;
+            let conn =
+                super::scope::read_only(&self.path).map_err(|e| Error::archive(&self.path, e))?;
             *open = Some((file, conn));
         }
         let Some((_, conn)) = open.as_ref() else {

@@ -70,6 +70,23 @@ pub struct AttachedRows<'a, R = Box<RawValue>> {
     pub total: usize,
 }
 
+impl<'a> AttachedRows<'a> {
+    /// The rows of one attachment.
+    pub(crate) fn of(attached: &'a Attachment) -> Result<Self, Error> {
+        Ok(AttachedRows {
+            unit: &attached.unit,
+            columns: columns(&attached.schema),
+            rows: raw_rows(&attached.batches)?,
+            total: attached.batches.iter().map(RecordBatch::num_rows).sum(),
+        })
+    }
+}
+
+/// The rows of every attachment, in order.
+pub(crate) fn attached_rows(attached: &[Attachment]) -> Result<Vec<AttachedRows<'_>>, Error> {
+    attached.iter().map(AttachedRows::of).collect()
+}
+
 impl<'a> Envelope<'a> {
     /// The envelope of a collected answer.
     pub fn new(answer: &'a QueryResult) -> Result<Self, Error> {
@@ -90,17 +107,6 @@ impl<'a> Envelope<'a> {
         completion: &Completion,
         attached: &'a [Attachment],
     ) -> Result<Self, Error> {
-        let attachments = attached
-            .iter()
-            .map(|a| {
-                Ok(AttachedRows {
-                    unit: &a.unit,
-                    columns: columns(&a.schema),
-                    rows: raw_rows(&a.batches)?,
-                    total: a.batches.iter().map(RecordBatch::num_rows).sum(),
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
         Ok(Envelope {
             unit: &meta.unit,
             semantics: meta.semantics,
@@ -113,7 +119,7 @@ impl<'a> Envelope<'a> {
             input_rows: completion.input_rows,
             truncated: completion.truncated,
             skipped_partitions: meta.skipped_partitions,
-            attachments,
+            attachments: attached_rows(attached)?,
         })
     }
 }

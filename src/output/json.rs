@@ -10,7 +10,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use serde::Serialize;
 
 use super::encoder::Encode;
-use super::envelope::{AttachedRows, Column, columns, encode_batch, raw_rows};
+use super::envelope::{AttachedRows, Column, attached_rows, columns, encode_batch};
 use super::sink::Sink;
 use crate::api::{Attachment, Completion, Error, QueryResult, ResultMeta, Semantics, Source};
 
@@ -111,17 +111,7 @@ impl Encode for EnvelopeEncoder {
     }
 
     fn finish(&mut self, completion: &Completion, attached: &[Attachment]) -> Result<(), Error> {
-        let attachments = attached
-            .iter()
-            .map(|a| {
-                Ok(AttachedRows {
-                    unit: &a.unit,
-                    columns: columns(&a.schema),
-                    rows: raw_rows(&a.batches)?,
-                    total: a.batches.iter().map(RecordBatch::num_rows).sum(),
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
+        let attachments = attached_rows(attached)?;
         let tail = Tail {
             total: completion.rows,
             input_rows: completion.input_rows,

@@ -21,7 +21,8 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind};
+use aho_corasick::{AhoCorasick, MatchKind};
+use memchr::memmem;
 use regex::{Captures, Regex, RegexSet};
 
 /// What a masked text is replaced by when the patterns could not be compiled.
@@ -755,8 +756,8 @@ impl CompiledRule {
 
 /// Every rule compiled, with a set of all the patterns as the prefilter.
 struct Compiled {
-    /// Words one of which every match of every rule holds (see [`LITERALS`]).
-    literals: AhoCorasick,
+    /// What one of which every match of every rule holds (see [`Prefilter`]).
+    prefilter: Prefilter,
     /// All the patterns at once: which rules can match at all, in one pass.
     set: RegexSet,
     /// The rules, in [`RULES`] order.
@@ -766,20 +767,14 @@ struct Compiled {
 impl Compiled {
     /// Compiles [`RULES`]; `None` if any pattern fails.
     fn new() -> Option<Self> {
-        // A DFA: the literals, in every case, are too many for the vectorised searcher, and a
-        // DFA scans the rest faster than the automaton chosen by default.
-        let literals = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(LITERALS)
-            .ok()?;
+        let prefilter = Prefilter::new()?;
         let set = RegexSet::new(RULES.iter().map(|r| r.pattern)).ok()?;
         let rules = RULES
             .iter()
             .map(CompiledRule::new)
             .collect::<Option<Vec<_>>>()?;
         Some(Compiled {
-            literals,
+            prefilter,
             set,
             rules,
         })
@@ -790,7 +785,7 @@ impl Compiled {
         // Most texts hold no credential: a text without any of the words every match needs
         // holds none, and one search that stops at the first match of any rule settles most
         // others, far faster than finding every rule's matches.
-        if !self.literals.is_match(text) || !self.set.is_match(text) {
+        if !self.prefilter.may_match(text) || !self.set.is_match(text) {
             return Cow::Borrowed(text);
         }
         let matched = self.set.matches(text);
@@ -805,6 +800,88 @@ impl Compiled {
         }
         out
     }
+}
+
+/// A necessary condition of every rule, far cheaper than the rules: each match of a rule holds
+/// one of [`LITERALS`] (compared exactly: those rules compare case), a letter of [`FOLDING`], a
+/// `bearer` (any ASCII case) followed by a space or tab, or ends a name with one of
+/// [`KEY_WORDS`] where the name is assigned a value (`=` or `:` after it) or is a `--flag`
+/// followed by a space or tab. Prose (`token budget`, `key point`, `passes`) meets none.
+struct Prefilter {
+    /// [`LITERALS`].
+    literals: AhoCorasick,
+    /// [`FOLDING`], each on its own.
+    folding: Vec<memmem::Finder<'static>>,
+    /// `bearer` in any ASCII case, then a space or tab.
+    bearer: regex::bytes::Regex,
+    /// The `--` a flag starts with.
+    flag: memmem::Finder<'static>,
+}
+
+impl Prefilter {
+    fn new() -> Option<Self> {
+        Some(Prefilter {
+            literals: AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(LITERALS)
+                .ok()?,
+            folding: FOLDING.iter().map(|c| memmem::Finder::new(*c)).collect(),
+            bearer: regex::bytes::Regex::new(r"(?i-u)bearer[ \t]").ok()?,
+            flag: memmem::Finder::new("--"),
+        })
+    }
+
+    /// Whether some rule could match `text`; `false` only if none can.
+    fn may_match(&self, text: &str) -> bool {
+        let bytes = text.as_bytes();
+        self.literals.is_match(text)
+            || self.folding.iter().any(|f| f.find(bytes).is_some())
+            || self.bearer.is_match(bytes)
+            || assigns_a_key(bytes)
+            || flags_a_key(bytes, &self.flag)
+    }
+}
+
+/// Whether a name ending with a key word is followed by an assignment as the key rules read
+/// one: an optional `\`, an optional quote (`"`, `'` or a backtick), spaces or tabs, then `=`
+/// or `:` (which `=>` and `:=` start with). Read backwards from each `=` and `:`.
+fn assigns_a_key(bytes: &[u8]) -> bool {
+    memchr::memchr2_iter(b'=', b':', bytes).any(|at| {
+        let mut end = at;
+        while end > 0 && matches!(bytes[end - 1], b' ' | b'\t') {
+            end -= 1;
+        }
+        // A name ends with a letter: a quote or backslash before the spaces is not in it.
+        if end > 0 && matches!(bytes[end - 1], b'"' | b'\'' | b'`') {
+            end -= 1;
+        }
+        if end > 0 && bytes[end - 1] == b'\\' {
+            end -= 1;
+        }
+        ends_with_key_word(&bytes[..end])
+    })
+}
+
+/// Whether a `--flag` whose name (`A-Z a-z 0-9 _ . -`) ends with a key word is followed by a
+/// space or tab.
+fn flags_a_key(bytes: &[u8], flag: &memmem::Finder<'_>) -> bool {
+    let is_name = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-');
+    flag.find_iter(bytes).any(|at| {
+        let start = at + 2;
+        let end = bytes[start..]
+            .iter()
+            .position(|b| !is_name(b))
+            .map_or(bytes.len(), |n| start + n);
+        matches!(bytes.get(end), Some(b' ' | b'\t')) && ends_with_key_word(&bytes[start..end])
+    })
+}
+
+/// Whether `name` ends with one of [`KEY_WORDS`], in any ASCII case.
+fn ends_with_key_word(name: &[u8]) -> bool {
+    KEY_WORDS.iter().any(|word| {
+        name.len() >= word.len()
+            && name[name.len() - word.len()..].eq_ignore_ascii_case(word.as_bytes())
+    })
 }
 
 /// Whether a literal, case-insensitive search for `needle` could find, in a masked text, a
@@ -830,19 +907,13 @@ pub fn may_match_replacement(needle: &str) -> bool {
         .any(|kind| format!("redacted:{kind}").contains(&folded))
 }
 
-/// Words (ASCII, compared without case) one of which every match of every rule in [`RULES`]
-/// holds, so a text with none of them is left as it is without running the rules: the names
-/// of the secret-named keys (`pass` covers `password`, `passwd`, `passphrase` and `_PASS`;
-/// `key` covers `api_key`, `access_key`, `private_key`, `secret_key` and `PRIVATE KEY`), the
-/// providers' prefixes, `bearer`, `basic`, the `://` of a URL, and the commands whose options
-/// are masked (`curl`, the MySQL and MariaDB clients). A rule added to [`RULES`] must hold one
-/// of these in every match (`every_pattern_masks_its_example` and the `cases()` tests check
-/// that each kind's texts pass).
+/// Words one of which every match of the rules that compare case holds: the providers'
+/// prefixes, the `://` of a URL, the `-----BEGIN` of a private key, and the commands whose
+/// options are masked (`curl`, the MySQL and MariaDB clients). A rule added to [`RULES`] must
+/// hold one of these, or meet another condition of [`Prefilter`], in every match
+/// (`every_masked_text_passes_the_prefilter` and the `cases()` tests check that each kind's
+/// texts pass).
 const LITERALS: &[&str] = &[
-    "pass",
-    "secret",
-    "token",
-    "key",
     "sk-",
     "ghp_",
     "gho_",
@@ -850,20 +921,38 @@ const LITERALS: &[&str] = &[
     "ghs_",
     "ghr_",
     "github_pat_",
-    "akia",
-    "asia",
-    "aiza",
+    "AKIA",
+    "ASIA",
+    "AIza",
     "xox",
     "_live_",
     "_test_",
     "hf_",
-    "eyj",
-    "bearer",
-    "basic",
+    "eyJ",
     "://",
+    "-----BEGIN",
     "curl",
     "mysql",
     "mariadb",
+];
+
+/// The letters outside ASCII that the rules which ignore case read as ASCII letters (Unicode's
+/// simple case folding): `ſ` (U+017F) is `s` and `K` (U+212A) is `k`. A text holding either goes
+/// to the rules.
+const FOLDING: &[&str] = &["\u{17F}", "\u{212A}"];
+
+/// What the name of every secret-named key ends with (`secret_key!`: `pass` ends `_PASS`, `key`
+/// ends `api_key`, `access_key`, `private_key` and `secret_key`), and the `authorization` of a
+/// basic-auth header.
+const KEY_WORDS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "pass",
+    "secret",
+    "token",
+    "key",
+    "authorization",
 ];
 
 /// The rules, compiled once.
@@ -1123,32 +1212,147 @@ mod tests {
         cases
     }
 
+    /// `text` masked by every rule the set finds, without the [`Prefilter`].
+    fn unfiltered(compiled: &Compiled, text: &str) -> String {
+        let matched = compiled.set.matches(text);
+        let mut out = Cow::Borrowed(text);
+        for index in matched.iter() {
+            if let Some(masked) = compiled.rules[index].apply(&out) {
+                out = Cow::Owned(masked);
+            }
+        }
+        out.into_owned()
+    }
+
     #[test]
-    fn every_masked_text_holds_one_of_the_literals() {
-        let literals = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .build(LITERALS)
-            .unwrap();
+    fn every_masked_text_passes_the_prefilter() {
+        let compiled = Compiled::new().unwrap();
         let examples = PATTERNS.iter().map(|p| p.example.to_string());
         let masked_inputs = cases()
             .into_iter()
             .filter(|(input, output)| input != output)
             .map(|(input, _)| input);
         for text in examples.chain(masked_inputs) {
-            assert!(literals.is_match(&text), "{text:?} holds none of LITERALS");
-            // Masked with the literals' check as without it.
-            let compiled = Compiled::new().unwrap();
-            let unfiltered = {
-                let matched = compiled.set.matches(&text);
-                let mut out = Cow::Borrowed(text.as_str());
-                for index in matched.iter() {
-                    if let Some(masked) = compiled.rules[index].apply(&out) {
-                        out = Cow::Owned(masked);
-                    }
-                }
-                out.into_owned()
-            };
-            assert_eq!(compiled.mask(&text), unfiltered, "{text:?}");
+            assert!(
+                compiled.prefilter.may_match(&text),
+                "{text:?} fails the prefilter"
+            );
+            // Masked with the prefilter as without it.
+            assert_eq!(
+                compiled.mask(&text),
+                unfiltered(&compiled, &text),
+                "{text:?}"
+            );
+        }
+    }
+
+    /// Texts put together at random from the pieces the prefilter looks at (key words, their
+    /// endings, quotes, separators, flags, the two non-ASCII letters that fold to ASCII) and
+    /// from the shapes of every kind, masked with the prefilter and without it: the prefilter
+    /// may only skip texts that no rule changes.
+    #[test]
+    fn the_prefilter_skips_only_texts_no_rule_changes() {
+        const PIECES: &[&str] = &[
+            "token",
+            "TOKEN",
+            "Token",
+            "pass",
+            "PASS",
+            "_PASS",
+            "word",
+            "wd",
+            "phrase",
+            "secret",
+            "key",
+            "Key",
+            "api",
+            "api_",
+            "access-",
+            "private_",
+            "secret_",
+            "to\u{212A}en",
+            "\u{17F}ecret",
+            "pa\u{17F}\u{17F}word",
+            "--",
+            "-",
+            "=",
+            ":",
+            "=>",
+            ":=",
+            "\\",
+            "\"",
+            "'",
+            "`",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\\n",
+            "abc",
+            "s3cr3t-42",
+            "hunter2",
+            "x",
+            "_",
+            ".",
+            "$VAR",
+            "{",
+            "(",
+            "# c",
+            "my",
+            "bearer ",
+            "BeArEr\t",
+            "bearer",
+            "https://",
+            "u:",
+            "@h",
+            "curl -u ",
+            "mysql -p",
+            "Authorization",
+            "basic ",
+            "Basic ",
+            "-----BEGIN ",
+            "PRIVATE KEY",
+            "-----",
+            "dXNlcjpodW50ZXIy",
+            "ba\u{17F}ic",
+        ];
+        let compiled = Compiled::new().unwrap();
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut masked = 0;
+        for _ in 0..50_000 {
+            let len = 1 + (next() % 12) as usize;
+            let text: String = (0..len)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let want = unfiltered(&compiled, &text);
+            masked += usize::from(want != text);
+            assert_eq!(compiled.mask(&text), want, "{text:?}");
+        }
+        // The pieces make secrets often enough for the comparison to mean something.
+        assert!(masked > 2_000, "only {masked} of the texts were masked");
+    }
+
+    /// The letters outside ASCII that a case-insensitive ASCII letter matches in the rules are
+    /// exactly [`FOLDING`].
+    #[test]
+    fn the_letters_that_fold_to_ascii_are_listed() {
+        let letter = Regex::new("(?i)^[a-z]$").unwrap();
+        let folding: Vec<char> = (0x80..=0x10_FFFF)
+            .filter_map(char::from_u32)
+            .filter(|c| letter.is_match(&c.to_string()))
+            .collect();
+        let listed: Vec<char> = FOLDING.iter().flat_map(|c| c.chars()).collect();
+        assert_eq!(folding, listed);
+        // A key named with one of them is masked (the prefilter once let these through).
+        for text in ["to\u{212A}en=abc123", "\u{17F}ecret: abc123", "--api\u{212A}ey abc123"] {
+            let masked = mask(text);
+            assert!(!masked.contains("abc123"), "{text:?} gave {masked:?}");
         }
     }
 

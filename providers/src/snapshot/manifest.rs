@@ -42,6 +42,9 @@ pub struct Manifest {
     pub written_at_ms: i64,
     /// The Parquet codec of its files (`zstd(1)`, `lz4`, `snappy`, `none`).
     pub compression: String,
+    /// The codec of the `text` columns, when it is not `compression`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_compression: Option<String>,
     /// Rows per row group.
     pub row_group_rows: usize,
     /// Whether Parquet columns are dictionary-encoded.

@@ -23,6 +23,7 @@ use object_store::buffered::BufWriter;
 use parquet::arrow::AsyncArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use quarry_schema::Table;
 use rusqlite::{Connection, OpenFlags};
 
@@ -41,6 +42,9 @@ const BATCH_ROWS: usize = 8192;
 pub struct WriteSettings {
     /// The Parquet codec: `zstd` (level 1), `zstd(N)`, `lz4`, `snappy` or `none`.
     pub compression: String,
+    /// The codec of every table's `text` column, where most of the bytes are and which a text
+    /// search decompresses whole; `None` for [`WriteSettings::compression`].
+    pub text_compression: Option<String>,
     /// Rows per row group.
     pub row_group_rows: usize,
     /// Dictionary-encode Parquet columns (on by default; off is one of the measured layouts).
@@ -57,6 +61,7 @@ impl Default for WriteSettings {
     fn default() -> Self {
         WriteSettings {
             compression: "zstd(1)".into(),
+            text_compression: Some("none".into()),
             row_group_rows: 131_072,
             dictionary: true,
             file_format: "parquet".into(),
@@ -135,6 +140,11 @@ pub async fn write_snapshot(
     progress: &(dyn Fn(&TableReport) + Send + Sync),
 ) -> Result<WriteReport, SnapshotError> {
     let compression = codec(&settings.compression)?;
+    let text_compression = settings
+        .text_compression
+        .as_deref()
+        .map(codec)
+        .transpose()?;
     let previous = match manifest::read(root).await {
         Ok(found) => found,
         // An unreadable manifest is replaced by a whole new snapshot.
@@ -146,6 +156,7 @@ pub async fn write_snapshot(
             && m.layout == LAYOUT
             && m.schema_version == SCHEMA_VERSION
             && m.compression == settings.compression
+            && m.text_compression == settings.text_compression
             && m.row_group_rows == settings.row_group_rows
             && m.dictionary == settings.dictionary
             && m.file_format == settings.file_format
@@ -199,12 +210,15 @@ pub async fn write_snapshot(
             bytes: previous.bytes(),
         });
     }
-    let properties = WriterProperties::builder()
+    let mut properties = WriterProperties::builder()
         .set_compression(compression)
         .set_max_row_group_row_count(Some(settings.row_group_rows.max(1)))
         .set_statistics_enabled(EnabledStatistics::Page)
-        .set_dictionary_enabled(settings.dictionary)
-        .build();
+        .set_dictionary_enabled(settings.dictionary);
+    if let Some(text) = text_compression {
+        properties = properties.set_column_compression(ColumnPath::from("text"), text);
+    }
+    let properties = properties.build();
     let extension = if arrow { "arrow" } else { "parquet" };
     let stamp = chrono_stamp();
     let mut writers: Vec<Option<FileWriter>> = plan.jobs.iter().map(|_| None).collect();
@@ -312,6 +326,7 @@ pub async fn write_snapshot(
         generation: plan.generation,
         written_at_ms: now_ms(),
         compression: settings.compression.clone(),
+        text_compression: settings.text_compression.clone(),
         row_group_rows: settings.row_group_rows,
         dictionary: settings.dictionary,
         file_format: settings.file_format.clone(),
