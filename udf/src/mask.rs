@@ -1350,7 +1350,11 @@ mod tests {
         let listed: Vec<char> = FOLDING.iter().flat_map(|c| c.chars()).collect();
         assert_eq!(folding, listed);
         // A key named with one of them is masked (the prefilter once let these through).
-        for text in ["to\u{212A}en=abc123", "\u{17F}ecret: abc123", "--api\u{212A}ey abc123"] {
+        for text in [
+            "to\u{212A}en=abc123",
+            "\u{17F}ecret: abc123",
+            "--api\u{212A}ey abc123",
+        ] {
             let masked = mask(text);
             assert!(!masked.contains("abc123"), "{text:?} gave {masked:?}");
         }
