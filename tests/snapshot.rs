@@ -908,7 +908,7 @@ fn the_text_columns_take_their_own_codec_and_a_change_of_it_rewrites_the_snapsho
         &[
             "messages where text:error | group by role | count".to_string(),
             "blocks where text:the | count".to_string(),
-            "messages | sort -words | take 5 | select text, words".to_string(),
+            "messages where text:timeout | group by role | count".to_string(),
         ],
     );
     // Unchanged settings reuse the files; another text codec rewrites them all.
