@@ -27,14 +27,19 @@ fn session(archive: &Path, source: SourceChoice, snapshot: &Path) -> Result<Quar
 
 /// Writes (or refreshes) the snapshot of `archive` at `snapshot`.
 fn write_snapshot(archive: &Path, snapshot: &Path) -> quarry_providers::snapshot::WriteReport {
+    write_snapshot_with(archive, snapshot, &WriteSettings::default())
+}
+
+/// Writes (or refreshes) the snapshot of `archive` at `snapshot` in the layout `settings` says.
+fn write_snapshot_with(
+    archive: &Path,
+    snapshot: &Path,
+    settings: &WriteSettings,
+) -> quarry_providers::snapshot::WriteReport {
     let mut options = Options::new(archive);
     options.snapshot_url = Some(snapshot.display().to_string());
     runtime()
-        .block_on(quarry::export::write_snapshot(
-            &options,
-            &WriteSettings::default(),
-            &|_| {},
-        ))
+        .block_on(quarry::export::write_snapshot(&options, settings, &|_| {}))
         .unwrap()
 }
 
@@ -742,15 +747,11 @@ fn top_k_on_the_snapshot_is_bounded_by_row_group_statistics_and_stays_exact() {
     let dir = tempfile::tempdir().unwrap();
     let snapshot = dir.path().join("snap");
     // Small row groups, so there are many to choose among.
-    let mut options = Options::new(archive);
-    options.snapshot_url = Some(snapshot.display().to_string());
     let settings = WriteSettings {
         row_group_rows: 64,
         ..WriteSettings::default()
     };
-    runtime()
-        .block_on(quarry::export::write_snapshot(&options, &settings, &|_| {}))
-        .unwrap();
+    write_snapshot_with(archive, &snapshot, &settings);
     let columnar = session(archive, SourceChoice::Snapshot, &snapshot).unwrap();
     let conn = open(archive);
     // (SQL rather than the language, the query, the oracle's SQL for the first column).
@@ -859,17 +860,13 @@ fn the_text_columns_take_their_own_codec_and_a_change_of_it_rewrites_the_snapsho
     };
     let dir = tempfile::tempdir().unwrap();
     let snapshot = dir.path().join("snap");
-    let mut options = Options::new(archive);
-    options.snapshot_url = Some(snapshot.display().to_string());
     let write = |text: Option<&str>| {
         let settings = WriteSettings {
             compression: "zstd(1)".into(),
             text_compression: text.map(str::to_string),
             ..WriteSettings::default()
         };
-        runtime()
-            .block_on(quarry::export::write_snapshot(&options, &settings, &|_| {}))
-            .unwrap()
+        write_snapshot_with(archive, &snapshot, &settings)
     };
     // The codec of every column chunk of every file, by column name.
     let codecs = || {

@@ -18,3 +18,15 @@ pub mod text_match;
 pub use mask::mask_credentials;
 pub use percentile::{nearest_rank, nearest_rank_by, nearest_rank_index};
 pub use text_match::TextPattern;
+
+/// A small deterministic generator for the unit tests (xorshift64), so each test's random
+/// inputs are the same on every run.
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}

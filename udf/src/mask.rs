@@ -1317,13 +1317,7 @@ mod tests {
             "ba\u{17F}ic",
         ];
         let compiled = Compiled::new().unwrap();
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d_u64);
         let mut masked = 0;
         for _ in 0..50_000 {
             let len = 1 + (next() % 12) as usize;

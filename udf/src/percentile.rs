@@ -64,13 +64,7 @@ mod tests {
 
     #[test]
     fn matches_the_definition_on_many_shapes() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15_u64);
         for n in 0..60 {
             // Few distinct values, so ties are common.
             let values: Vec<f64> = (0..n).map(|_| (next() % 7) as f64).collect();
