@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use quarry::ingest::{IngestOptions, ingest};
-use quarry_providers::Archive;
+use quarry_archive::Archive;
+use quarry_ingest::{IngestOptions, ingest};
 
 fn corpus() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
@@ -44,7 +44,6 @@ fn bench_ingest(c: &mut Criterion) {
                 let options = IngestOptions {
                     paths: vec![dir.clone()],
                     owner: None,
-                    progress: false,
                     ..IngestOptions::default()
                 };
                 let _ = ingest(&mut archive, &options);

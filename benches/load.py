@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A load run of `quarry serve`: N concurrent clients for S seconds over loopback, mixing
-representative questions of benches/queries/ in both languages (group-by, exact percentiles, a
+representative questions of tests/queries/ in both languages (group-by, exact percentiles, a
 join, a text filter, a semi-join, a top-k), half the clients under the admin scope and half under
 a reader scope. Reports throughput, p50/p99 latency (overall and per question), errors, the
 server's peak RSS and CPU-seconds per request, and checks the audit trail lost nothing:
@@ -115,15 +115,16 @@ def questions():
     rows compare: (ordered, the columns to compare or None for all)."""
     out = []
     shapes = {}
-    for path in sorted((HERE / "queries").glob("*.toml")):
+    for path in sorted((HERE.parent / "tests" / "queries").glob("*.toml")):
         number = path.name[:2]
         if number not in QUESTIONS:
             continue
         spec = tomllib.loads(path.read_text())
-        for language, key in [("language", "quarry"), ("sql", "quarry_sql")]:
+        bench = spec.get("bench", {})
+        for language, key in [("language", "quarry"), ("sql", "sql")]:
             name = f"{number}-{language}"
             out.append((name, language, spec[key].strip()))
-            shapes[name] = (spec.get("ordered", False), spec.get("compare"))
+            shapes[name] = (bench.get("ordered", False), bench.get("compare"))
     return out, shapes
 
 

@@ -14,7 +14,7 @@ n=${1:-10000000}
 limit=${QUARRY_MEMORY_LIMIT:-256MB}
 work=${QUARRY_SCALE_DIR:-$(mktemp -d)}
 mkdir -p "$work"
-cargo build --release --quiet --features engine
+cargo build --release --quiet
 bin=$PWD/target/release/quarry
 db="$work/archive-$n.db"
 

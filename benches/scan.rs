@@ -12,16 +12,16 @@ use std::path::Path;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
-use quarry::ingest::{IngestOptions, ingest};
-use quarry_providers::Archive;
+use quarry_archive::Archive;
+use quarry_ingest::{IngestOptions, ingest};
 
 const MESSAGES: u64 = 200_000;
 
 /// Builds the archive; `None` (with a notice) when it cannot.
 fn build(dir: &Path) -> Option<std::path::PathBuf> {
     let corpus = dir.join("corpus");
-    let size = quarry::synth::Size::Messages(MESSAGES);
-    if let Err(e) = quarry::synth::generate(&corpus, size, quarry::synth::Shape::Lean, 5) {
+    let size = quarry_synth::Size::Messages(MESSAGES);
+    if let Err(e) = quarry_synth::generate(&corpus, size, quarry_synth::Shape::Lean, 5) {
         eprintln!("notice: cannot generate the corpus: {e}");
         return None;
     }
@@ -29,7 +29,6 @@ fn build(dir: &Path) -> Option<std::path::PathBuf> {
     let mut archive = Archive::open(&path).ok()?;
     let options = IngestOptions {
         paths: vec![corpus],
-        progress: false,
         ..IngestOptions::default()
     };
     ingest(&mut archive, &options).ok()?;

@@ -126,8 +126,8 @@ fn usage_equals_the_oracle_model_by_model() {
 fn generated_lean_sessions_are_counted_as_the_oracle_counts_them() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");
-    let size = quarry::synth::Size::Messages(40_000);
-    quarry::synth::generate(&corpus, size, quarry::synth::Shape::Lean, 11).unwrap();
+    let size = quarry_synth::Size::Messages(40_000);
+    quarry_synth::generate(&corpus, size, quarry_synth::Shape::Lean, 11).unwrap();
     let archive = dir.path().join("archive.db");
     let expected = usage_equals_the_oracle(&corpus.join("claude"), &archive);
     let total = expected.total();

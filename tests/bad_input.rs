@@ -2,10 +2,9 @@
 //! files, wrong flags, and an ingest killed mid-way.
 
 use std::io::Write;
-use std::path::Path;
 
 use crate::oracle;
-use crate::support::{corpus, ingest, open, quarry, scalar, table_counts};
+use crate::support::{corpus, diagnostic_kinds, ingest, open, quarry, scalar, table_counts};
 
 #[test]
 fn corrupted_copy_ingests_every_good_line_and_names_the_bad_ones() {
@@ -101,20 +100,7 @@ fn unreadable_and_unrelated_paths_are_reported_while_the_rest_ingests() {
     .unwrap();
     let archive = dir.path().join("archive.db");
     let summary = ingest(&archive, &[&input]);
-    let kinds: Vec<(String, String)> = summary["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            let file = Path::new(d["file"].as_str().unwrap())
-                .file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .to_string();
-            (file, d["kind"].as_str().unwrap().to_string())
-        })
-        .collect();
+    let kinds = diagnostic_kinds(&summary);
     for (file, kind) in [
         ("folder.jsonl", "unreadable"),
         ("dangling.jsonl", "unreadable"),

@@ -6,9 +6,9 @@
 use quarry_schema::{TABLES, TableKind};
 
 /// A migrated, empty archive.
-fn archive() -> (tempfile::TempDir, quarry_providers::Archive) {
+fn archive() -> (tempfile::TempDir, quarry_archive::Archive) {
     let dir = tempfile::tempdir().unwrap();
-    let archive = quarry_providers::Archive::open(&dir.path().join("archive.db")).unwrap();
+    let archive = quarry_archive::Archive::open(&dir.path().join("archive.db")).unwrap();
     (dir, archive)
 }
 
@@ -153,7 +153,6 @@ fn catalog_listing_is_the_declared_catalog() {
 
 /// The Arrow type the declaration gives a column, written out here independently of the
 /// providers, so a change on either side fails.
-#[cfg(feature = "engine")]
 fn expected_arrow(ty: quarry_schema::ColumnType) -> datafusion::arrow::datatypes::DataType {
     use datafusion::arrow::datatypes::{DataType, TimeUnit};
     use quarry_schema::ColumnType;
@@ -166,7 +165,6 @@ fn expected_arrow(ty: quarry_schema::ColumnType) -> datafusion::arrow::datatypes
     }
 }
 
-#[cfg(feature = "engine")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_schemas_equal_the_declaration() {
     use datafusion::arrow::datatypes::{Field, Schema};

@@ -19,7 +19,7 @@ fn tables_doc_names_every_table_and_column() {
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tables.md"))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let archive = quarry_providers::Archive::open(&dir.path().join("a.db")).unwrap();
+    let archive = quarry_archive::Archive::open(&dir.path().join("a.db")).unwrap();
     let mut missing = Vec::new();
     let mut tables: Vec<(String, Vec<String>)> = archive
         .tables()

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use quarry::{Caps, Error, Options, Quarry};
 
-use crate::differential::{corpus_archive, engine, runtime, sql_rows};
+use crate::support::rows::{json_rows, sql_rows};
+use crate::support::{corpus_archive, engine, runtime};
 use crate::support::{quarry, shared};
 
 fn tsv(path: &Path) -> Vec<Vec<String>> {
@@ -149,7 +150,7 @@ fn file_rows(path: &Path) -> Vec<Vec<serde_json::Value>> {
         RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), columns).unwrap()
     };
     let batches: Vec<RecordBatch> = read_batches(path).into_iter().map(as_millis).collect();
-    crate::differential::json_rows(&batches)
+    json_rows(&batches)
 }
 
 /// The names of the files in `dir`, in order.
@@ -339,7 +340,7 @@ fn group_by_a_raw_column_counts_per_session() {
             Caps::default(),
         ))
         .unwrap();
-    let got = crate::differential::json_rows(&answer.batches);
+    let got = json_rows(&answer.batches);
     let want = sql_rows(
         archive,
         "SELECT session_id, COUNT(*) FROM messages GROUP BY session_id ORDER BY session_id",
@@ -364,7 +365,7 @@ fn day_buckets_follow_an_iana_zone() {
     let answer = runtime()
         .block_on(engine.query_collect("messages | group by time:day | count", Caps::default()))
         .unwrap();
-    let got: Vec<(Option<String>, i64)> = crate::differential::json_rows(&answer.batches)
+    let got: Vec<(Option<String>, i64)> = json_rows(&answer.batches)
         .into_iter()
         .map(|r| {
             (
@@ -403,9 +404,7 @@ fn full_text_leaves_fold_the_l_stroke_like_the_index() {
         let answer = rt
             .block_on(engine.query_collect(query, Caps::default()))
             .unwrap();
-        crate::differential::json_rows(&answer.batches)[0][0]
-            .as_i64()
-            .unwrap()
+        json_rows(&answer.batches)[0][0].as_i64().unwrap()
     };
     for query in [
         "sessions where ~\"łodzi\" | count",
@@ -453,13 +452,12 @@ fn one_message_archive(dir: &Path) -> std::path::PathBuf {
     });
     std::fs::write(&file, format!("{line}\n")).unwrap();
     let path = dir.join("archive.db");
-    let mut archive = quarry_providers::Archive::open(&path).unwrap();
-    quarry::ingest::ingest(
+    let mut archive = quarry_archive::Archive::open(&path).unwrap();
+    quarry_ingest::ingest(
         &mut archive,
-        &quarry::ingest::IngestOptions {
+        &quarry_ingest::IngestOptions {
             paths: vec![dir.join("claude")],
             owner: None,
-            progress: false,
             ..Default::default()
         },
     )

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{corpus, ingest, open, scalar};
+use crate::support::{corpus, diagnostic_kinds, ingest, open, scalar};
 
 fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -86,19 +86,7 @@ fn str_of(v: &Value) -> String {
 
 /// Diagnostics of an ingest summary as (file name, kind).
 fn diagnostics(summary: &Value) -> BTreeSet<(String, String)> {
-    summary["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            let file = Path::new(d["file"].as_str().unwrap())
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .to_string();
-            (file, str_of(&d["kind"]))
-        })
-        .collect()
+    diagnostic_kinds(summary).into_iter().collect()
 }
 
 #[test]

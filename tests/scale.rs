@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use quarry::Caps;
 use serde_json::Value;
 
-use crate::differential::{engine, json_rows, nearest_rank, runtime, sql_rows};
+use crate::support::oracle::nearest_rank;
+use crate::support::rows::{json_rows, sql_rows};
+use crate::support::{engine, runtime};
 
 /// The archive to check: `QUARRY_SCALE_ARCHIVE`, or 1,000,000 generated lean messages.
 fn archive(dir: &tempfile::TempDir) -> PathBuf {
@@ -20,21 +22,20 @@ fn archive(dir: &tempfile::TempDir) -> PathBuf {
         return PathBuf::from(path);
     }
     let corpus = dir.path().join("corpus");
-    quarry::synth::generate(
+    quarry_synth::generate(
         &corpus,
-        quarry::synth::Size::Messages(1_000_000),
-        quarry::synth::Shape::Lean,
+        quarry_synth::Size::Messages(1_000_000),
+        quarry_synth::Shape::Lean,
         3,
     )
     .unwrap();
     let path = dir.path().join("archive.db");
-    let mut archive = quarry_providers::Archive::open(&path).unwrap();
-    quarry::ingest::ingest(
+    let mut archive = quarry_archive::Archive::open(&path).unwrap();
+    quarry_ingest::ingest(
         &mut archive,
-        &quarry::ingest::IngestOptions {
+        &quarry_ingest::IngestOptions {
             paths: vec![corpus],
             owner: None,
-            progress: false,
             ..Default::default()
         },
     )

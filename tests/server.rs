@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::differential::sql_rows;
 use crate::sql_scope::two_owner_archive;
 use crate::support::quarry;
+use crate::support::rows::sql_rows;
 
 /// A running `quarry serve`, stopped with SIGTERM when dropped.
 pub(crate) struct Server {
@@ -548,12 +548,7 @@ fn every_endpoint_answers_as_sqlite_does_within_its_scope() {
         None,
     )
     .json();
-    let names: Vec<&str> = tables["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = crate::support::table_names(&tables);
     assert!(
         names.contains(&"messages") && !names.contains(&"events_raw"),
         "{names:?}"

@@ -423,7 +423,7 @@ fn an_edited_scopes_file_and_a_new_ingest_are_seen_at_the_next_request() {
     let wide = oracle_count(&f.archive, alice_sessions);
     assert_eq!(count(&f.alice, "sessions | count"), wide);
     // Narrow alice to one of her sessions' working directories, with no ingest in between.
-    let cwd: String = crate::differential::sql_rows(
+    let cwd: String = crate::support::rows::sql_rows(
         &f.archive,
         "SELECT cwd FROM sessions WHERE owner = 'alice' AND cwd IS NOT NULL GROUP BY cwd ORDER BY count(*) LIMIT 1",
     )[0][0]

@@ -13,8 +13,9 @@ use quarry::{Caps, Error, Options, Quarry, Source, SourceChoice};
 use quarry_providers::snapshot::{Manifest, WriteSettings};
 use serde_json::Value;
 
-use crate::differential::{json_rows, runtime};
+use crate::support::rows::json_rows;
 use crate::support::{corpus, open, quarry, shared};
+use crate::support::{corpus_archive, runtime};
 
 /// A session over `archive` reading `source`, the snapshot at `snapshot`, in UTC.
 fn session(archive: &Path, source: SourceChoice, snapshot: &Path) -> Result<Quarry, Error> {
@@ -174,13 +175,12 @@ fn conformance_positives(shared: &Path) -> Vec<String> {
 }
 
 fn ingest(archive: &Path, paths: &[PathBuf]) {
-    let mut a = quarry_providers::Archive::open(archive).unwrap();
-    quarry::ingest::ingest(
+    let mut a = quarry_archive::Archive::open(archive).unwrap();
+    quarry_ingest::ingest(
         &mut a,
-        &quarry::ingest::IngestOptions {
+        &quarry_ingest::IngestOptions {
             paths: paths.to_vec(),
             owner: Some("test".into()),
-            progress: false,
             ..Default::default()
         },
     )
@@ -189,7 +189,7 @@ fn ingest(archive: &Path, paths: &[PathBuf]) {
 
 #[test]
 fn both_sources_answer_every_conformance_and_differential_query_alike() {
-    let (Some(shared), Some(archive)) = (shared(), crate::differential::corpus_archive()) else {
+    let (Some(shared), Some(archive)) = (shared(), corpus_archive()) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -197,7 +197,7 @@ fn both_sources_answer_every_conformance_and_differential_query_alike() {
     let report = write_snapshot(archive, &snapshot);
     assert!(report.full && !report.unchanged);
     let mut queries = conformance_positives(&shared);
-    queries.extend(crate::differential::queries().map(str::to_string));
+    queries.extend(crate::support::questions::queries());
     assert!(queries.len() >= 150, "{} queries", queries.len());
     check_sources_agree(archive, &snapshot, &queries);
     // Every table's rows are in the snapshot, as many as the archive has.
@@ -313,7 +313,7 @@ fn a_further_ingest_makes_the_snapshot_stale_and_a_refresh_rewrites_only_its_par
     // Fresh again: auto reads it, and it answers as the archive does.
     let auto = Quarry::open(&Options::new(&archive)).unwrap();
     assert_eq!(auto.source(), Source::Snapshot);
-    let queries: Vec<String> = crate::differential::queries().map(str::to_string).collect();
+    let queries: Vec<String> = crate::support::questions::queries();
     check_sources_agree(&archive, &snapshot, &queries);
     // Nothing changed since: a no-op.
     assert!(write_snapshot(&archive, &snapshot).unchanged);
@@ -323,10 +323,10 @@ fn a_further_ingest_makes_the_snapshot_stale_and_a_refresh_rewrites_only_its_par
 fn a_killed_snapshot_leaves_the_previous_one_answering() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");
-    quarry::synth::generate(
+    quarry_synth::generate(
         &corpus,
-        quarry::synth::Size::Messages(30_000),
-        quarry::synth::Shape::Lean,
+        quarry_synth::Size::Messages(30_000),
+        quarry_synth::Shape::Lean,
         5,
     )
     .unwrap();
@@ -429,13 +429,13 @@ fn types(batches: &[RecordBatch]) -> Vec<(String, DataType)> {
 
 #[test]
 fn exports_read_back_equal_the_answer_with_their_types() {
-    let Some(archive) = crate::differential::corpus_archive() else {
+    let Some(archive) = corpus_archive() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let query = "messages where role:assistant | sort by time";
     let want = runtime()
-        .block_on(crate::differential::engine(archive).query_collect(query, Caps::default()))
+        .block_on(crate::support::engine(archive).query_collect(query, Caps::default()))
         .unwrap();
     assert!(want.batches.iter().any(|b| b.num_rows() > 0));
     let want_types: Vec<(String, DataType)> = want
@@ -545,7 +545,7 @@ fn exports_read_back_equal_the_answer_with_their_types() {
 
 #[test]
 fn memory_urls_hold_a_snapshot_and_an_export_within_the_process() {
-    let Some(archive) = crate::differential::corpus_archive() else {
+    let Some(archive) = corpus_archive() else {
         return;
     };
     let mut options = Options::new(archive);
@@ -610,9 +610,7 @@ fn s3_server() -> Option<(String, String)> {
 
 #[test]
 fn snapshot_and_exports_on_an_s3_compatible_server() {
-    let (Some((endpoint, bucket)), Some(archive)) =
-        (s3_server(), crate::differential::corpus_archive())
-    else {
+    let (Some((endpoint, bucket)), Some(archive)) = (s3_server(), corpus_archive()) else {
         return;
     };
     let env = [
@@ -741,7 +739,7 @@ fn sqlite_column(conn: &rusqlite::Connection, sql: &str) -> Vec<Value> {
 
 #[test]
 fn top_k_on_the_snapshot_is_bounded_by_row_group_statistics_and_stays_exact() {
-    let Some(archive) = crate::differential::corpus_archive() else {
+    let Some(archive) = corpus_archive() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -855,7 +853,7 @@ fn top_k_on_the_snapshot_is_bounded_by_row_group_statistics_and_stays_exact() {
 
 #[test]
 fn the_text_columns_take_their_own_codec_and_a_change_of_it_rewrites_the_snapshot() {
-    let Some(archive) = crate::differential::corpus_archive() else {
+    let Some(archive) = corpus_archive() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use quarry::{Caps, Error, Options, Quarry, Scope};
 use serde_json::Value;
 
-use crate::differential::{json_rows, runtime, sql_rows};
+use crate::support::rows::{json_rows, sql_rows};
+use crate::support::runtime;
 use crate::support::{corpus, ingest_with, quarry};
 
 /// An archive in `dir` of `files` (relative to the corpus), each group with its owner.

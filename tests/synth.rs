@@ -256,12 +256,7 @@ fn tags_notes_and_imported_assertions() {
     drop(conn);
     // Re-ingesting a changed file keeps the session's tags.
     let tables = quarry_json(&["--archive", a, "--format", "json", "tables"]);
-    let names: Vec<&str> = tables["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = crate::support::table_names(&tables);
     assert_eq!(names.len(), 14);
     assert!(names.contains(&"observed_events") && names.contains(&"events_raw"));
 }
@@ -278,9 +273,8 @@ fn demo_runs_end_to_end() {
     assert!(text.contains("claude-code-session") && text.contains("codex-session"));
     assert!(text.contains("subagent sessions linked"));
     // With the engine, every showcase query is shown with its exact answer.
-    #[cfg(feature = "engine")]
     {
-        let queries = quarry::synth::showcase::QUERIES;
+        let queries = quarry_synth::showcase::QUERIES;
         for q in queries {
             assert!(text.contains(&format!("$ quarry '{q}'")), "{q}");
         }

@@ -111,6 +111,28 @@ fn booleans_enums_and_text_are_typed() {
 }
 
 #[test]
+fn a_value_may_end_in_a_quoted_part_after_its_last_colon() {
+    // Found by the differential fuzzer (issue 24): ChatGPT export ids hold spaces, and
+    // `lineage:id:"..."` was a `missing_conjunction` error.
+    let id = "chatgpt-export:synthetic-3248 synthetic-3248 synthe";
+    let resolved = check(&format!("lineage:id:\"{id}\"")).unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(
+        resolved.predicate(),
+        Some(&Pred::Lineage {
+            session_id: id.to_string()
+        })
+    );
+    assert_eq!(
+        field_test("sessions where session:chatgpt-export:\"a b\"").test,
+        Test::Match {
+            values: vec![Value::Text("chatgpt-export:a b".into())]
+        }
+    );
+    // A word that ends in a colon with a space before the string is still two clauses.
+    assert!(check("sessions where session:chatgpt-export: \"a b\"").is_err());
+}
+
+#[test]
 fn has_values_carry_their_evidence() {
     let f = field_test("has:(tools|attachments)");
     let Test::Match { values } = f.test else {

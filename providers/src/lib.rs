@@ -1,26 +1,14 @@
-//! quarry's archive: the SQLite schema with its migrations, and the catalog of tables.
+//! quarry's DataFusion `TableProvider`s over the archive, one per table.
 //!
-//! This crate owns storage: the DDL of every archive table (whose declaration, `quarry_schema`,
-//! gives the Arrow schemas and the ingest's statements), opening an archive file (WAL,
-//! migrations, the `generation` counter) and describing its tables. It knows nothing about the
-//! query language. DataFusion `TableProvider`s over these tables join this crate with the engine.
+//! [`sqlite`] streams the SQLite archive (Arrow schemas from the declaration, projection, filter
+//! and limit pushdown from one classifier, rowid-range partitions); [`snapshot`] writes and reads
+//! the columnar snapshot (Parquet files through object_store, a manifest published last);
+//! [`scoped`] wraps any of them in a reader scope's filters and masking; [`store`] turns a path
+//! or URL into an object store. The archive file itself (DDL, migrations, generations) is
+//! `quarry_archive`'s; this crate knows nothing about the query language.
 
-pub mod archive;
-#[cfg(feature = "engine")]
 pub mod pass_through;
-pub mod schema;
-#[cfg(feature = "engine")]
 pub mod scoped;
-#[cfg(feature = "engine")]
 pub mod snapshot;
-#[cfg(feature = "engine")]
 pub mod sqlite;
-#[cfg(feature = "engine")]
 pub mod store;
-
-pub use archive::{Archive, ArchiveError, TableInfo, bump_generation, read_generation};
-pub use schema::{
-    AFFECTED_TABLES, NOTE_SESSION_PARTITION, RECORD_SESSION_CHANGE, RECORD_WHOLE_TABLE_CHANGE,
-    RESOLVE_USAGE, SCHEMA_VERSION, SNAPSHOT_PARTITION, StatementError, WHOLE_TABLE_PARTITION,
-    fulltext_insert_statement, insert_statement, upsert_statement,
-};

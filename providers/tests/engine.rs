@@ -6,7 +6,7 @@
 use datafusion::arrow::array::{Array, Int64Array, StringArray};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use quarry_providers::Archive;
+use quarry_archive::Archive;
 use quarry_providers::sqlite::register_archive;
 
 /// 2026-01-01T00:00:00Z in epoch milliseconds.

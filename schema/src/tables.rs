@@ -1,5 +1,5 @@
 //! The tables themselves, as data. Columns are listed in the order the DDL declares them
-//! (`providers/src/schema.rs`); a drift test compares them with a migrated archive.
+//! (`archive/src/schema.rs`); a drift test compares them with a migrated archive.
 
 use crate::ColumnType::{Boolean, Integer, Json, Real, Text, Time};
 use crate::Visibility::{AdminOnly, Identity, Masked, Public};

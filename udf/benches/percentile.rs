@@ -1,7 +1,7 @@
 //! Our exact nearest-rank p90 (`percentile_nearest_rank(v, 90)`) against DataFusion's own exact
 //! `percentile_cont(v, 0.9)` on the same data through SQL on a MemTable: 1,000,000 Float64 rows
 //! in 1,000 groups (the `GroupsAccumulator` path) and in one global group (the `Accumulator`
-//! path). Run: `cargo bench -p quarry-udf --features engine --bench percentile`.
+//! path). Run: `cargo bench -p quarry-udf --bench percentile`.
 
 use std::sync::Arc;
 

@@ -5,11 +5,9 @@
 //!
 //! The DataFusion wrappers (an `AggregateUDF` with a `GroupsAccumulator`, a `ScalarUDF`) call
 //! these, so the semantics live in one place and are tested here against brute-force oracles.
-//! They live in [`functions`], behind the `engine` feature, so a build without it stays free of
-//! DataFusion.
+//! They live in [`functions`].
 //! This crate knows nothing about the language or the archive.
 
-#[cfg(feature = "engine")]
 pub mod functions;
 pub mod mask;
 pub mod percentile;

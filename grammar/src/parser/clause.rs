@@ -8,6 +8,25 @@ impl Parser<'_> {
     pub(super) fn colon_clause(&mut self, name: &str, rest: &str, span: Span) -> PResult<Expr> {
         let field = field_ref(name, Span::new(span.start, span.start + name.len()));
         self.bump();
+        // `name:prefix:"quoted"` (`lineage:id:"a b"`, `session:codex-session:"a b"`): a value
+        // whose part after its last colon is quoted.
+        let next = self.peek().clone();
+        if rest.ends_with(':')
+            && self.adjacent(0)
+            && let TokenKind::Str(s) = &next.kind
+        {
+            self.bump();
+            let value = Value {
+                text: format!("{rest}{s}"),
+                quoted: true,
+                span: Span::new(span.start + name.len() + 1, next.span.end),
+            };
+            return Ok(field_expr(
+                field,
+                FieldTest::Match { value },
+                span.to(next.span),
+            ));
+        }
         if !rest.is_empty() {
             let value = Value {
                 text: rest.to_string(),

@@ -28,7 +28,7 @@ use datafusion::execution::context::SessionContext;
 
 pub use self::manifest::Manifest;
 pub use self::table::SnapshotTable;
-pub use self::write::{TableReport, WriteReport, WriteSettings, write_snapshot};
+pub use self::write::{TableReport, WriteReport, WriteSettings, check_codec, write_snapshot};
 use crate::sqlite::SqliteTable;
 use crate::store::Location;
 

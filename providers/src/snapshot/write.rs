@@ -29,10 +29,10 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::SnapshotError;
 use super::manifest::{self, FORMAT, FileEntry, LAYOUT, Manifest, PartitionFiles, TableFiles};
-use crate::schema::{SCHEMA_VERSION, SNAPSHOT_PARTITION, WHOLE_TABLE_PARTITION};
 use crate::sqlite::arrow_schema;
 use crate::sqlite::scan::BatchBuilder;
 use crate::store::Location;
+use quarry_archive::schema::{SCHEMA_VERSION, SNAPSHOT_PARTITION, WHOLE_TABLE_PARTITION};
 
 /// Rows per batch handed from the reader to the writer.
 const BATCH_ROWS: usize = 8192;
@@ -348,6 +348,12 @@ pub async fn write_snapshot(
         files_removed,
         bytes: manifest.bytes(),
     })
+}
+
+/// Checks that `name` names a Parquet codec (`zstd`, `zstd(LEVEL)`, `lz4`, `snappy`, `none`):
+/// what a command line's value parser asks before any work starts.
+pub fn check_codec(name: &str) -> Result<(), SnapshotError> {
+    codec(name).map(|_| ())
 }
 
 /// The Parquet codec `name` names.

@@ -529,7 +529,8 @@ struct NearestRankAccumulator<T: ArrowPrimitiveType> {
     data_type: DataType,
     /// Values not folded yet, in arrival order.
     values: Vec<T::Native>,
-    /// Distinct values in ascending total order, with their counts.
+    /// Distinct values in ascending total order, with their counts; always empty once folding
+    /// has stopped (`fold_at` is `None`), so the answer is the values' or the runs'.
     runs: Vec<(T::Native, u64)>,
     /// Fold when `values` reaches this length; `None` once folding has stopped paying.
     fold_at: Option<usize>,
@@ -664,10 +665,12 @@ impl<T: ArrowPrimitiveType + Debug> Accumulator for NearestRankAccumulator<T> {
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
         for_each_state_row::<T>(states, |row| {
-            match (row.counts, self.fold_at) {
-                // Folded runs stay folded (they arrive sorted and distinct).
-                (Some(counts), Some(_)) => {
-                    self.fold()?;
+            if let (Some(counts), Some(_)) = (row.counts, self.fold_at) {
+                // Folding the values that came before may find them mostly distinct and stop
+                // folding for good (the runs then go back into the values).
+                self.fold()?;
+                if self.fold_at.is_some() {
+                    // Folded runs stay folded (they arrive sorted and distinct).
                     let mut runs = Vec::new();
                     try_reserve(&mut runs, counts.len(), "value runs")?;
                     for (i, &n) in (row.start..row.end).zip(counts) {
@@ -675,10 +678,11 @@ impl<T: ArrowPrimitiveType + Debug> Accumulator for NearestRankAccumulator<T> {
                             runs.push((row.items.value(i), n));
                         }
                     }
-                    self.merge_runs(&runs)
+                    self.merge_runs(&runs)?;
+                    return self.fold_if_due();
                 }
-                _ => row.extend_into(&mut self.values),
-            }?;
+            }
+            row.extend_into(&mut self.values)?;
             self.fold_if_due()
         })
     }

@@ -517,6 +517,37 @@ fn folded_and_raw_states_merge_exactly() -> Result<()> {
     Ok(())
 }
 
+#[test]
+fn a_folded_state_after_mostly_distinct_values_merges_exactly() -> Result<()> {
+    // Found by the differential fuzzer (`events | agg p80:seq, avg:session.tool_messages` over a
+    // join): a final accumulator holding a few distinct values merges a folded state; folding
+    // its own values stops folding, and the incoming runs must join the values, not stand
+    // beside them.
+    let mut rng = Rng(31);
+    let distinct: Vec<i64> = (0..500).map(|i| i * 1_000 + 7).collect();
+    let few: Vec<i64> = (0..20_000).map(|_| rng.below(30) as i64 * 100).collect();
+    let mut folded = one_group(&few, 80)?;
+    let state: Vec<ArrayRef> = folded
+        .state()?
+        .into_iter()
+        .map(|s| s.to_array())
+        .collect::<Result<_>>()?;
+    assert!(!state[1].is_null(0), "the partial state is folded runs");
+    for p in [1, 45, 80, 99] {
+        let mut fin = one_group(&distinct, p)?;
+        fin.merge_batch(&state)?;
+        assert!(fin.fold_at.is_none() || fin.values.is_empty());
+        assert!(fin.fold_at.is_some() || fin.runs.is_empty());
+        let all: Vec<i64> = distinct.iter().chain(&few).copied().collect();
+        assert_eq!(
+            fin.evaluate()?,
+            ScalarValue::Int64(oracle(&all, p, i64::cmp)),
+            "p{p}"
+        );
+    }
+    Ok(())
+}
+
 /// Per group, the percentile of `rows` computed by two partial groups accumulators (half the
 /// rows each) whose states one final accumulator merges; and whether the partial states were
 /// counted (dense) rather than listed value by value.

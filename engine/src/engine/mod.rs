@@ -1,0 +1,721 @@
+//! The engine behind the library API: one long-lived [`Engine`] per archive and process, and a
+//! cheap [`Session`] per request.
+//!
+//! The engine is built once: one DataFusion runtime (one fair spill pool shared by every
+//! running query, one disk manager), the language's functions registered once, the planner that
+//! knows [`count::CountRows`], the price table. What depends on the archive's contents is kept
+//! per archive generation and refreshed when the generation moves: the chosen storage and its
+//! providers, the admin scope's view ([`view::Catalog`]), and each reader scope's view
+//! ([`scope::Readers`], refreshed partition by partition). A session is a clone of its scope's
+//! session state over those shared providers; nothing is read from the archive when nothing
+//! changed, and every request still computes its own answer (there is no result cache).
+//!
+//! Every table reference is scanned once: an aggregate's `input_rows` is counted as its input
+//! flows.
+
+mod cost;
+mod count;
+mod scope;
+pub mod source;
+mod sql;
+mod topk;
+mod view;
+mod yields;
+
+use std::num::NonZeroUsize;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datafusion::common::DataFusionError;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::context::SessionState;
+use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use self::count::{CountRows, QuarryQueryPlanner};
+use self::view::{Catalog, Stamp, View, Watch};
+use crate::answer::{Attached, LogicalPlans, QueryStream, ResultMeta, RowCounter, Source};
+use crate::audit::{AuditLog, Caller, Language, Outcome, Ticket};
+use crate::error::{Error, engine_error};
+use crate::lower::clock::{Clock, ClockError};
+use crate::lower::tables::Tables;
+use crate::lower::{LowerError, lower};
+use crate::request::{Caps, Deadline, Options, Request};
+use crate::scope::Scope;
+
+/// How long `--source auto`, having fallen back to the archive, trusts that no fresh snapshot
+/// appeared at the same generation before it looks again.
+const SNAPSHOT_RECHECK: Duration = Duration::from_secs(1);
+
+fn lower_error(e: LowerError) -> Error {
+    match e {
+        LowerError::EmbeddingsUnavailable => Error::EmbeddingsUnavailable,
+        LowerError::LaneUnavailable(lane) => Error::LaneUnavailable(lane),
+        LowerError::Plan(message) => Error::Unplannable(message),
+        LowerError::DataFusion(e) => Error::Unplannable(e.to_string()),
+    }
+}
+
+fn clock_error(e: ClockError) -> Error {
+    Error::Setting(e.0)
+}
+
+/// Runs blocking work (SQLite reads) off the async workers when there are any.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle
+            .spawn_blocking(work)
+            .await
+            .map_err(|e| Error::Internal(format!("a blocking task failed: {e}")))?,
+        Err(_) => work(),
+    }
+}
+
+/// The long-lived engine over one archive (see the module docs).
+pub struct Engine {
+    options: Options,
+    template: SessionState,
+    pricing: Arc<cost::Pricing>,
+    audit: AuditLog,
+    watch: Watch,
+    catalog: tokio::sync::Mutex<Current>,
+    /// The storage of the catalog last opened (readable without waiting for a refresh).
+    source: std::sync::Mutex<Option<Source>>,
+    readers: tokio::sync::Mutex<scope::Readers>,
+}
+
+/// The catalog of the generation last seen.
+#[derive(Default)]
+struct Current {
+    catalog: Option<Arc<Catalog>>,
+    /// When a fallen-back catalog last looked for a fresh snapshot.
+    checked: Option<Instant>,
+}
+
+impl Engine {
+    /// An engine over the archive of `options` (which must exist). Opening reads only the
+    /// archive's generation; the tables are opened by the first session.
+    pub fn open(options: &Options) -> Result<Self, Error> {
+        let path = &options.archive;
+        if !path.exists() {
+            return Err(Error::MissingArchive(path.clone()));
+        }
+        let watch = Watch::new(path);
+        // Fails early on a file that is not an archive.
+        watch.stamp()?;
+        // Fails early on a wrong zone.
+        Clock::from_env(options.tz.as_deref()).map_err(clock_error)?;
+        let mut runtime = RuntimeEnvBuilder::new();
+        if let Some(limit) = options.memory_limit {
+            // One fair pool for every query of the process: spilling operators (sorts,
+            // aggregates) share what the others leave, so one sort cannot starve the merge
+            // that follows it, nor one query the others; errors name the top consumers.
+            let pool = TrackConsumersPool::new(
+                FairSpillPool::new(limit),
+                NonZeroUsize::new(5).unwrap_or(NonZeroUsize::MIN),
+            );
+            runtime = runtime.with_memory_pool(Arc::new(pool));
+        }
+        let state = SessionStateBuilder::new()
+            .with_config(SessionConfig::new().with_information_schema(true))
+            .with_runtime_env(runtime.build_arc().map_err(engine_error)?)
+            .with_default_features()
+            .with_query_planner(Arc::new(QuarryQueryPlanner))
+            .with_physical_optimizer_rule(Arc::new(yields::YieldingJoins))
+            .build();
+        let ctx = SessionContext::new_with_state(state);
+        quarry_udf::functions::register_all(&ctx);
+        let template = ctx.state();
+        let prices = crate::prices::PriceTable::load(options.prices.as_deref())
+            .map_err(|e| Error::Setting(e.to_string()))?;
+        let pricing = Arc::new(cost::Pricing::new(prices));
+        let audit = AuditLog::at(
+            options
+                .audit_file
+                .clone()
+                .unwrap_or_else(|| crate::audit::default_audit_file(path)),
+        );
+        Ok(Engine {
+            options: options.clone(),
+            template,
+            pricing,
+            audit,
+            watch,
+            catalog: tokio::sync::Mutex::new(Current::default()),
+            source: std::sync::Mutex::new(None),
+            readers: tokio::sync::Mutex::new(scope::Readers::default()),
+        })
+    }
+
+    /// The responses its queries have left without a cost since the last call (see
+    /// [`cost::Pricing::take_unpriced`]).
+    pub fn take_unpriced(&self) -> Vec<crate::answer::UnpricedModel> {
+        self.pricing.take_unpriced()
+    }
+
+    /// The audit trail of this archive.
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
+    /// The archive file.
+    pub fn path(&self) -> &Path {
+        &self.options.archive
+    }
+
+    /// The options it was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// The storage the current generation's catalog reads (`None` before the first session).
+    pub fn source(&self) -> Option<Source> {
+        *self.source.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A session under `scope` for `caller`: its scope's view as of the archive's generation
+    /// now (brought up to date first when the generation moved).
+    pub async fn session(self: &Arc<Self>, scope: Scope, caller: Caller) -> Result<Session, Error> {
+        let catalog = self.catalog().await?;
+        let view = match &scope {
+            Scope::Admin => catalog.admin.clone(),
+            Scope::Reader(reader) => {
+                let parts = scope::Parts {
+                    archive: &self.options.archive,
+                    template: &self.template,
+                    pricing: &self.pricing,
+                };
+                self.readers
+                    .lock()
+                    .await
+                    .view(reader, &catalog, &parts)
+                    .await?
+            }
+        };
+        Session::new(self.clone(), view, scope, caller)
+    }
+
+    /// The catalog of the archive's generation now.
+    async fn catalog(&self) -> Result<Arc<Catalog>, Error> {
+        let stamp = self.watch.stamp()?;
+        let mut current = self.catalog.lock().await;
+        if let Some(catalog) = current.catalog.clone()
+            && catalog.stamp == stamp
+        {
+            let recheck = catalog.chosen.fell_back
+                && current
+                    .checked
+                    .is_none_or(|at| at.elapsed() >= SNAPSHOT_RECHECK);
+            if !recheck {
+                return Ok(catalog);
+            }
+            current.checked = Some(Instant::now());
+            if !self.fresh_snapshot(stamp).await {
+                return Ok(catalog);
+            }
+        }
+        let catalog = Arc::new(self.open_catalog(stamp).await?);
+        *self.source.lock().unwrap_or_else(|p| p.into_inner()) = Some(catalog.chosen.source);
+        current.catalog = Some(catalog.clone());
+        current.checked = Some(Instant::now());
+        Ok(catalog)
+    }
+
+    /// Whether a snapshot as of `stamp`'s generation exists now.
+    async fn fresh_snapshot(&self, stamp: Stamp) -> bool {
+        let Ok(root) = source::snapshot_location(&self.options) else {
+            return false;
+        };
+        matches!(
+            quarry_providers::snapshot::manifest::read(&root).await,
+            Ok(Some(m)) if m.generation == stamp.generation
+                && m.schema_version == quarry_archive::SCHEMA_VERSION
+        )
+    }
+
+    /// Opens the tables of the archive as of `stamp`.
+    async fn open_catalog(&self, stamp: Stamp) -> Result<Catalog, Error> {
+        let (chosen, stored) =
+            source::open(&self.options, stamp.generation, self.template.runtime_env()).await?;
+        let admin = cost::priced(stored.clone(), &self.pricing).map_err(engine_error)?;
+        let admin = Arc::new(View::new(&self.template, admin, &chosen)?);
+        Ok(Catalog {
+            stamp,
+            chosen,
+            stored,
+            admin,
+        })
+    }
+
+    /// The archive's generation now.
+    fn generation(&self) -> Result<i64, Error> {
+        Ok(self.watch.stamp()?.generation)
+    }
+}
+
+/// One request's session: its scope's view, a DataFusion context cloned from it, the clock of
+/// the request, and who asks.
+pub struct Session {
+    engine: Arc<Engine>,
+    view: Arc<View>,
+    ctx: SessionContext,
+    clock: Clock,
+    scope: Scope,
+    caller: Caller,
+}
+
+impl Session {
+    fn new(
+        engine: Arc<Engine>,
+        view: Arc<View>,
+        scope: Scope,
+        caller: Caller,
+    ) -> Result<Self, Error> {
+        let clock = Clock::from_env(engine.options.tz.as_deref()).map_err(clock_error)?;
+        Ok(Session {
+            ctx: SessionContext::new_with_state(view.state().clone()),
+            engine,
+            view,
+            clock,
+            scope,
+            caller,
+        })
+    }
+
+    /// The scope the session was opened with.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Who asks.
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    /// The engine it belongs to.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// The storage the session reads.
+    pub fn source(&self) -> Source {
+        self.view.chosen().source
+    }
+
+    /// The session's DataFusion context (exports run their plans in it).
+    pub(crate) fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Records the intent to run `text`: the query may run only when this succeeds.
+    pub(crate) fn intend(&self, language: Language, text: &str) -> Result<Ticket, Error> {
+        self.engine
+            .audit
+            .intend(&self.caller, self.scope.name(), language, text)
+            .map_err(Error::Audit)
+    }
+
+    /// Parses, resolves and lowers `query`: the plan of its rows (an aggregate's input counted
+    /// on the way), what the answer is, and the plans of attached rows.
+    async fn plan(&self, query: &str) -> Result<Planned, Error> {
+        let resolved = quarry_grammar::check(query).map_err(Error::Query)?;
+        let tables = Tables::from_providers(self.view.tables());
+        let lowered = lower(&resolved, &tables, &self.clock, self.engine.options.planted)
+            .map_err(lower_error)?;
+        let (plan, counter) = if lowered.aggregated {
+            let counter = RowCounter::default();
+            let plan = count_aggregate_input(lowered.plan, &counter).map_err(engine_error)?;
+            (plan, Some(counter))
+        } else {
+            (lowered.plan, None)
+        };
+        let meta = ResultMeta {
+            unit: resolved.unit_source.to_string(),
+            semantics: resolved.semantics,
+            exact: true,
+            source: self.source(),
+            generation: self.generation()?,
+            skipped_partitions: 0,
+            aggregate: counter.is_some(),
+        };
+        Ok(Planned {
+            plan,
+            counter,
+            meta,
+            attached: Attached {
+                ctx: self.ctx.clone(),
+                plans: lowered.attachments,
+            },
+        })
+    }
+
+    /// Runs `request` (either language), streaming its rows subject only to its caps, within
+    /// its time limit: planning and every batch after it (the stream fails with
+    /// [`Error::Timeout`] once the limit passes, and records it as the outcome).
+    pub async fn run(&self, request: &Request) -> Result<QueryStream, Error> {
+        self.run_by(request, request.timeout.map(Deadline::after))
+            .await
+    }
+
+    /// Runs `request` as [`Session::run`] does, within `deadline` rather than its own time
+    /// limit (a server's deadline counts from when the request came, its wait for a query slot
+    /// included).
+    pub async fn run_by(
+        &self,
+        request: &Request,
+        deadline: Option<Deadline>,
+    ) -> Result<QueryStream, Error> {
+        let mut ticket = self.intend(request.language, &request.text)?;
+        if let Some(fault) = injected_fault() {
+            let _ = ticket.finish(Outcome::Error(&fault.message()));
+            return Err(fault);
+        }
+        let started = async {
+            match request.language {
+                Language::Sql => self.start_sql(&request.text, request.caps).await,
+                _ => self.start_query(&request.text, request.caps).await,
+            }
+        };
+        let started = match deadline {
+            Some(d) => tokio::time::timeout_at(d.at, started)
+                .await
+                .unwrap_or(Err(Error::Timeout(d.limit))),
+            None => started.await,
+        };
+        audited(ticket, started, request.caps).map(|stream| stream.until(deadline))
+    }
+
+    /// Runs `query`, streaming its rows subject only to the caller's `caps`.
+    pub async fn query(&self, query: &str, caps: Caps) -> Result<QueryStream, Error> {
+        self.run(&Request::query(query).with_caps(caps)).await
+    }
+
+    /// Runs one read-only SQL query (checked before planning, see [`sql`]), streaming its rows
+    /// subject only to the caller's `caps`.
+    pub async fn sql(&self, text: &str, caps: Caps) -> Result<QueryStream, Error> {
+        self.run(&Request::sql(text).with_caps(caps)).await
+    }
+
+    async fn start_query(&self, query: &str, caps: Caps) -> Result<Started, Error> {
+        let planned = self.plan(query).await?;
+        let stream = self.execute(planned.plan, caps).await?;
+        Ok(Started {
+            meta: planned.meta,
+            stream,
+            counter: planned.counter,
+            attached: planned.attached,
+        })
+    }
+
+    async fn start_sql(&self, text: &str, caps: Caps) -> Result<Started, Error> {
+        let statement = sql::check(text, self.scope.is_admin())?;
+        let plan = self
+            .ctx
+            .state()
+            .statement_to_plan(statement)
+            .await
+            .map_err(sql_plan_error)?;
+        datafusion::execution::context::SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false)
+            .verify_plan(&plan)
+            .map_err(sql_plan_error)?;
+        let meta = ResultMeta {
+            unit: "sql".into(),
+            semantics: quarry_grammar::resolve::Semantics::Exhaustive,
+            exact: true,
+            source: self.source(),
+            generation: self.generation()?,
+            skipped_partitions: 0,
+            aggregate: false,
+        };
+        let stream = self.execute(plan, caps).await?;
+        Ok(Started {
+            meta,
+            stream,
+            counter: None,
+            attached: Attached {
+                ctx: self.ctx.clone(),
+                plans: Vec::new(),
+            },
+        })
+    }
+
+    /// The rows of `plan` under `caps`, as DataFusion streams them.
+    async fn execute(
+        &self,
+        plan: LogicalPlan,
+        caps: Caps,
+    ) -> Result<datafusion::execution::SendableRecordBatchStream, Error> {
+        // One row more than the cap tells whether the cap cut anything.
+        let plan = with_caps(plan, caps).map_err(engine_error)?;
+        if self.source() == Source::Snapshot
+            && let Some(stream) = topk::execute(&self.ctx, &plan)
+                .await
+                .map_err(engine_error)?
+        {
+            return Ok(stream);
+        }
+        self.ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(engine_error)?
+            .execute_stream()
+            .await
+            .map_err(engine_error)
+    }
+
+    /// The generation the answer reflects: the snapshot's, or the archive's now.
+    fn generation(&self) -> Result<i64, Error> {
+        match self.view.chosen().snapshot_generation {
+            Some(generation) => Ok(generation),
+            None => self.engine.generation(),
+        }
+    }
+
+    /// The tables and columns this session's catalog holds (for a reader scope, only what it
+    /// may see), in name order, with the schema's description of each.
+    pub fn catalog(&self) -> Vec<crate::answer::CatalogTable> {
+        self.view
+            .tables()
+            .iter()
+            .map(|(name, provider)| {
+                let described = quarry_schema::table(name);
+                let columns = provider
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|field| crate::answer::CatalogColumn {
+                        name: field.name().clone(),
+                        ty: crate::answer::type_name(field.data_type()),
+                        nullable: field.is_nullable(),
+                        description: described
+                            .and_then(|t| t.query_column(field.name()))
+                            .map(|c| c.doc.to_string()),
+                    })
+                    .collect();
+                crate::answer::CatalogTable {
+                    description: described.map(|t| t.doc.to_string()),
+                    name: name.clone(),
+                    columns,
+                }
+            })
+            .collect()
+    }
+
+    /// The logical and physical plans of `query`, as DataFusion prints them.
+    pub async fn explain(&self, query: &str) -> Result<String, Error> {
+        if !self.scope.is_admin() {
+            // As SQL's EXPLAIN: the plan shows the scope's own machinery.
+            return Err(Error::AdminOnly("explaining a plan"));
+        }
+        let planned = self.plan(query).await?;
+        let bound = match self.source() {
+            Source::Snapshot => self.topk_bound(&planned.plan).await?,
+            Source::Sqlite => None,
+        };
+        let explained = async {
+            let df = self.ctx.execute_logical_plan(planned.plan).await?;
+            df.explain(false, false)?.collect().await
+        }
+        .await
+        .map_err(engine_error)?;
+        let text = datafusion::arrow::util::pretty::pretty_format_batches(&explained)
+            .map_err(Error::failed)?
+            .to_string();
+        let bound = match bound {
+            Some(bounds) => format!(
+                "top-k: bounds from row-group statistics, tried in turn until k rows pass one: \
+                 {bounds}; else the plan below\n"
+            ),
+            None => String::new(),
+        };
+        Ok(format!(
+            "source: {}\n{bound}{text}",
+            self.view.chosen().reason
+        ))
+    }
+
+    /// The query's logical plan as the lowering built it and as DataFusion's optimizer leaves
+    /// it, one node a line (admin scope only, as `explain`): what the plan snapshot tests
+    /// record, so a change to the lowering or the planner shows in review.
+    pub async fn logical_plans(&self, query: &str) -> Result<LogicalPlans, Error> {
+        if !self.scope.is_admin() {
+            return Err(Error::AdminOnly("explaining a plan"));
+        }
+        let planned = self.plan(query).await?;
+        let optimized = self
+            .ctx
+            .state()
+            .optimize(&planned.plan)
+            .map_err(engine_error)?;
+        let attached = planned
+            .attached
+            .plans
+            .iter()
+            .map(|(unit, plan)| format!("{unit}:\n{}", plan.display_indent()))
+            .collect();
+        Ok(LogicalPlans {
+            lowered: planned.plan.display_indent().to_string(),
+            optimized: optimized.display_indent().to_string(),
+            attached,
+        })
+    }
+
+    /// The bounds a top-k plan's scan would get from the snapshot's statistics (see [`topk`]).
+    async fn topk_bound(&self, plan: &LogicalPlan) -> Result<Option<String>, Error> {
+        let Some(found) = topk::TopK::find(&self.ctx, plan).map_err(engine_error)? else {
+            return Ok(None);
+        };
+        let bounds = found.bounds(&self.ctx).await.map_err(engine_error)?;
+        Ok((!bounds.is_empty()).then(|| {
+            let shown: Vec<String> = bounds.iter().map(ToString::to_string).collect();
+            shown.join(", then ")
+        }))
+    }
+
+    /// The same session with `name` answered by `provider` (tests wrap a provider).
+    #[cfg(test)]
+    pub(crate) fn with_table(
+        &self,
+        name: &str,
+        provider: Arc<dyn datafusion::datasource::TableProvider>,
+    ) -> Result<Session, Error> {
+        let view = Arc::new(self.view.with_table(name, provider)?);
+        Session::new(
+            self.engine.clone(),
+            view,
+            self.scope.clone(),
+            self.caller.clone(),
+        )
+    }
+
+    /// The provider answering `name` in this session.
+    #[cfg(test)]
+    pub(crate) fn table(
+        &self,
+        name: &str,
+    ) -> Option<Arc<dyn datafusion::datasource::TableProvider>> {
+        self.view.tables().get(name).cloned()
+    }
+}
+
+/// The failure a test asks for with `QUARRY_FAULT=internal`, in builds with debug assertions
+/// only (the test build): the one way to see an internal error on every surface.
+fn injected_fault() -> Option<Error> {
+    if cfg!(debug_assertions) && std::env::var("QUARRY_FAULT").is_ok_and(|v| v == "internal") {
+        return Some(Error::Internal(
+            "a fault injected by QUARRY_FAULT (a test hook of debug builds)".into(),
+        ));
+    }
+    None
+}
+
+/// The stream of a started query with its audit ticket, or the failure recorded as its outcome.
+fn audited(
+    mut ticket: Ticket,
+    started: Result<Started, Error>,
+    caps: Caps,
+) -> Result<QueryStream, Error> {
+    match started {
+        Ok(s) => Ok(QueryStream::new(
+            s.meta,
+            s.stream,
+            caps.limit,
+            s.counter,
+            s.attached,
+            Some(ticket),
+        )),
+        Err(e) => {
+            let _ = ticket.finish(Outcome::Error(&e.message()));
+            Err(e)
+        }
+    }
+}
+
+/// A SQL statement DataFusion could not plan: a name outside the catalog (which, for a reader,
+/// is everything outside its scope: the same "not found" as a table that does not exist) or a
+/// type error, reported as the query's fault.
+fn sql_plan_error(e: DataFusionError) -> Error {
+    match e.find_root() {
+        DataFusionError::ResourcesExhausted(_) => engine_error(e),
+        root => {
+            let message = root.to_string();
+            if is_table_not_found(root) {
+                Error::NotFound(message)
+            } else {
+                Error::Unplannable(message)
+            }
+        }
+    }
+}
+
+/// Whether `e` is DataFusion's "table '…' not found".
+fn is_table_not_found(e: &DataFusionError) -> bool {
+    match e {
+        DataFusionError::Plan(message) => {
+            message.starts_with("table '") && message.ends_with("' not found")
+        }
+        _ => false,
+    }
+}
+
+/// A query whose stream has started.
+struct Started {
+    meta: ResultMeta,
+    stream: datafusion::execution::SendableRecordBatchStream,
+    counter: Option<RowCounter>,
+    attached: Attached,
+}
+
+/// A query ready to run.
+struct Planned {
+    plan: LogicalPlan,
+    counter: Option<RowCounter>,
+    meta: ResultMeta,
+    attached: Attached,
+}
+
+/// `plan` with the aggregate of its main chain (the first one met walking down first inputs)
+/// reading its input through a [`CountRows`] node. The count is complete when the answer's
+/// stream ends, even if a cap or a `| limit` stops it early: the aggregate is a hash aggregate
+/// (the scans declare no order, so DataFusion never streams groups), which reads all of its
+/// input before it emits a group.
+fn count_aggregate_input(
+    plan: LogicalPlan,
+    counter: &RowCounter,
+) -> Result<LogicalPlan, DataFusionError> {
+    if let LogicalPlan::Aggregate(aggregate) = &plan {
+        let input = CountRows::plan(aggregate.input.as_ref().clone(), counter.clone());
+        return plan.with_new_exprs(plan.expressions(), vec![input]);
+    }
+    let inputs = plan.inputs();
+    if inputs.len() != 1 {
+        return Err(DataFusionError::Internal(format!(
+            "an aggregate query's plan has no aggregate on its main chain: {}",
+            plan.display()
+        )));
+    }
+    let input = count_aggregate_input(inputs[0].clone(), counter)?;
+    plan.with_new_exprs(plan.expressions(), vec![input])
+}
+
+/// `plan` under the caller's caps, fetching one row beyond the limit.
+fn with_caps(plan: LogicalPlan, caps: Caps) -> Result<LogicalPlan, DataFusionError> {
+    let offset = caps.offset.unwrap_or(0);
+    if caps.limit.is_none() && offset == 0 {
+        return Ok(plan);
+    }
+    LogicalPlanBuilder::from(plan)
+        .limit(offset, caps.limit.map(|l| l.saturating_add(1)))?
+        .build()
+}
+
+#[cfg(test)]
+mod tests;

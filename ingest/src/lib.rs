@@ -1,0 +1,529 @@
+//! quarry's ingest: transcript files on disk into the SQLite archive, with no query engine.
+//!
+//! Data flows one way: `discover` finds files → `detect` picks an adapter from the content → the
+//! adapter (`claude_code`, `codex`, `chatgpt`, `claude_ai`, `gemini`, `aistudio`) reads records
+//! into drafts (`model`) → `derive` computes the derived facts → `store` writes each file in one
+//! transaction (`writer` batches whole files). Parsing runs on a second thread while the first
+//! one writes. [`reindex`] re-derives sessions from the archive's own records; [`assertions`]
+//! adds tags, notes and imported claims.
+//!
+//! The public API is small: [`ingest`] (or [`ingest_reporting`], which tells a callback how far
+//! it is; drawing a bar is the caller's business), its [`IngestOptions`], [`Summary`] and
+//! [`IngestError`], [`reindex()`], and [`assertions`]. Everything else is private.
+
+mod aistudio;
+pub mod assertions;
+mod chatgpt;
+mod claude_ai;
+mod claude_code;
+mod codex;
+mod derive;
+mod detect;
+mod discover;
+mod gemini;
+mod lines;
+mod model;
+mod reindex;
+mod store;
+mod summary;
+mod text;
+mod writer;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use rusqlite::{Connection, OpenFlags};
+
+use quarry_archive::Archive;
+
+use self::detect::Format;
+use self::discover::Candidate;
+pub use self::model::Diagnostic;
+use self::model::ParsedFile;
+pub use self::reindex::{ReindexSummary, reindex};
+use self::store::{FileStamp, FileState};
+pub use self::summary::Summary;
+
+/// How far an ingest is, as [`ingest_reporting`] tells its callback after each file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Files found to read.
+    pub files_total: usize,
+    /// Their bytes.
+    pub bytes_total: u64,
+    /// Files done (written, unchanged, or skipped with a diagnostic).
+    pub files_done: usize,
+    /// Their bytes.
+    pub bytes_done: u64,
+    /// Records read so far.
+    pub records: usize,
+}
+
+/// What to ingest and how.
+#[derive(Debug, Clone, Default)]
+pub struct IngestOptions {
+    /// Files or folders; empty means the default transcript locations.
+    pub paths: Vec<PathBuf>,
+    /// Owner recorded on new sessions.
+    pub owner: Option<String>,
+    /// The machine the files are read on (`source_files.machine`, `sessions.machine`).
+    pub machine: Option<String>,
+    /// Files whose archived sessions may be replaced although the file was rewritten (not
+    /// merely appended to): `quarry ingest --replace PATH`.
+    pub replace: Vec<PathBuf>,
+    /// Take a file as unchanged, without reading it, when its size is the archived size and it
+    /// was last modified before it was archived (the "quick check" of rsync). An append always
+    /// changes the size; only a rewrite to the same size that also keeps an older modification
+    /// time goes unseen. `quarry report`'s refresh uses it; `quarry ingest` reads every file.
+    pub quick_check: bool,
+}
+
+/// Failures that stop an ingest before it starts.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    /// A path given on the command line does not exist.
+    #[error("no such file or folder: {0}")]
+    MissingPath(PathBuf),
+    /// No path given and no default transcript folder exists.
+    #[error(
+        "no transcripts found: none of ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp exists; pass a path"
+    )]
+    NothingToDiscover,
+    /// The archive could not be read or written.
+    #[error("archive error: {0}")]
+    Archive(#[from] quarry_archive::ArchiveError),
+    /// SQLite failed outside a file's transaction.
+    #[error("archive error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// One unit of work handed from the parser thread to the writer.
+enum Work {
+    /// A file to (re)write.
+    Write(Box<writer::PendingFile>),
+    /// A file that needs nothing (unchanged) or cannot be ingested (unsupported, unreadable).
+    Skip {
+        bytes: u64,
+        state: Option<FileState>,
+        diagnostics: Vec<Diagnostic>,
+        unsupported: bool,
+    },
+}
+
+/// Ingests `options.paths` (or the default locations) into `archive`.
+pub fn ingest(archive: &mut Archive, options: &IngestOptions) -> Result<Summary, IngestError> {
+    ingest_reporting(archive, options, &mut |_| {})
+}
+
+/// [`ingest`], calling `progress` once the files are found and after each file.
+pub fn ingest_reporting(
+    archive: &mut Archive,
+    options: &IngestOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Summary, IngestError> {
+    let started = Instant::now();
+    let roots = if options.paths.is_empty() {
+        let roots = discover::default_roots();
+        if roots.is_empty() {
+            return Err(IngestError::NothingToDiscover);
+        }
+        roots
+    } else {
+        for p in &options.paths {
+            if std::fs::symlink_metadata(p).is_err() {
+                return Err(IngestError::MissingPath(p.clone()));
+            }
+        }
+        options.paths.clone()
+    };
+    let candidates = discover::walk(&roots);
+    let total_bytes: u64 = candidates
+        .iter()
+        .filter_map(|c| match c {
+            Candidate::File(p) => std::fs::metadata(p).ok().map(|m| m.len()),
+            Candidate::Unreadable(..) => None,
+        })
+        .sum();
+    let mut summary = Summary {
+        generation_before: archive.generation()?,
+        ..Summary::default()
+    };
+    // Every statement a file's write runs (one INSERT per table, the usage resolution, the
+    // bookkeeping) stays prepared: rusqlite's default cache of 16 would re-prepare them.
+    archive.conn().set_prepared_statement_cache_capacity(64);
+    store::prepare(archive.conn())?;
+    if reindex::pending(archive.conn())? {
+        summary.rederived = Some(reindex::reindex(archive.conn())?);
+    }
+    let mut done = Progress {
+        files_total: candidates.len(),
+        bytes_total: total_bytes,
+        files_done: 0,
+        bytes_done: 0,
+        records: 0,
+    };
+    progress(done);
+
+    let archive_path = archive.path().to_path_buf();
+    let context = FileContext {
+        owner: options.owner.clone(),
+        machine: options.machine.clone(),
+        replace: options.replace.iter().map(|p| canonical_name(p)).collect(),
+        quick_check: options.quick_check,
+    };
+    let (sender, receiver) = mpsc::sync_channel::<Work>(2);
+    let parser = std::thread::spawn(move || parse_all(candidates, &archive_path, &context, sender));
+
+    let mut writer = writer::Writer::new();
+    archive
+        .conn()
+        .pragma_update(None, "wal_autocheckpoint", 16384)?;
+    let mut write_error = None;
+    for work in receiver {
+        match work {
+            Work::Skip {
+                bytes,
+                state,
+                diagnostics,
+                unsupported,
+            } => {
+                summary.files_seen += 1;
+                summary.bytes += bytes;
+                match state {
+                    Some(FileState::Unchanged) => summary.files_unchanged += 1,
+                    Some(FileState::Rewritten) => summary.files_rewritten += 1,
+                    _ if unsupported => summary.files_unsupported += 1,
+                    _ => summary.files_failed += 1,
+                }
+                summary.diagnostics.extend(diagnostics);
+                done.files_done += 1;
+                done.bytes_done += bytes;
+                progress(done);
+            }
+            Work::Write(file) => {
+                summary.files_seen += 1;
+                summary.bytes += file.stamp.size as u64;
+                let bytes = file.stamp.size as u64;
+                if let Err(e) = writer.push(archive.conn(), *file, &mut summary) {
+                    write_error = Some(e);
+                    break;
+                }
+                done.files_done += 1;
+                done.bytes_done += bytes;
+                done.records = summary.records;
+                progress(done);
+            }
+        }
+    }
+    if write_error.is_none()
+        && let Err(e) = writer.finish(archive.conn(), &mut summary)
+    {
+        write_error = Some(e);
+    }
+    let _ = parser.join();
+    if let Some(e) = write_error {
+        return Err(IngestError::Sqlite(e));
+    }
+    summary.missing_parents = store::link(archive.conn())?;
+    summary.generation_after = archive.generation()?;
+    summary.archive_sessions = sessions_by_origin(archive.conn())?;
+    summary.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(summary)
+}
+
+fn sessions_by_origin(
+    conn: &Connection,
+) -> rusqlite::Result<std::collections::BTreeMap<String, i64>> {
+    let mut stmt =
+        conn.prepare("SELECT origin, COUNT(*) FROM sessions GROUP BY origin ORDER BY origin")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// What every file of one ingest shares.
+struct FileContext {
+    owner: Option<String>,
+    machine: Option<String>,
+    /// Canonical names of the files `--replace` lets a rewrite replace.
+    replace: Vec<String>,
+    /// [`IngestOptions::quick_check`].
+    quick_check: bool,
+}
+
+/// A session id some file of this run (or the archive) already holds: that file and its size.
+struct Claim {
+    path: String,
+    size: i64,
+}
+
+/// The parser thread: reads, checks, parses and derives each candidate in order.
+fn parse_all(
+    candidates: Vec<Candidate>,
+    archive_path: &Path,
+    context: &FileContext,
+    sender: mpsc::SyncSender<Work>,
+) {
+    let conn = Connection::open_with_flags(archive_path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok();
+    let mut claimed: HashMap<String, Claim> = HashMap::new();
+    for candidate in candidates {
+        let work = match candidate {
+            Candidate::Unreadable(path, reason) => Work::Skip {
+                bytes: 0,
+                state: None,
+                diagnostics: vec![Diagnostic {
+                    file: path.display().to_string(),
+                    line: None,
+                    kind: "unreadable",
+                    reason,
+                }],
+                unsupported: false,
+            },
+            Candidate::File(path) => prepare_file(&path, conn.as_ref(), context, &mut claimed),
+        };
+        if sender.send(work).is_err() {
+            return;
+        }
+    }
+}
+
+/// The name a file is archived under: its canonical path when it has one.
+fn canonical_name(path: &Path) -> String {
+    path.canonicalize()
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn prepare_file(
+    path: &Path,
+    conn: Option<&Connection>,
+    context: &FileContext,
+    claimed: &mut HashMap<String, Claim>,
+) -> Work {
+    let name = canonical_name(path);
+    if context.quick_check
+        && let Some(size) = conn.and_then(|c| store::unchanged_by_stat(c, &name, path))
+    {
+        return Work::Skip {
+            bytes: size,
+            state: Some(FileState::Unchanged),
+            diagnostics: Vec::new(),
+            unsupported: false,
+        };
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            return Work::Skip {
+                bytes: 0,
+                state: None,
+                diagnostics: vec![Diagnostic {
+                    file: name,
+                    line: None,
+                    kind: "unreadable",
+                    reason: e.to_string(),
+                }],
+                unsupported: false,
+            };
+        }
+    };
+    let size = bytes.len() as i64;
+    let hash = blake3::hash(&bytes).to_hex().to_string();
+    let state = conn
+        .and_then(|c| store::file_state(c, &name, &bytes, &hash).ok())
+        .unwrap_or(FileState::New);
+    if state == FileState::Unchanged {
+        return Work::Skip {
+            bytes: size as u64,
+            state: Some(state),
+            diagnostics: Vec::new(),
+            unsupported: false,
+        };
+    }
+    let whole_document = name.ends_with(".json");
+    if state == FileState::Rewritten && !whole_document && !context.replace.contains(&name) {
+        return Work::Skip {
+            bytes: size as u64,
+            state: Some(state),
+            diagnostics: vec![Diagnostic {
+                file: name.clone(),
+                line: None,
+                kind: "source_rewritten",
+                reason: format!(
+                    "the file no longer starts with the content archived from it (it shrank or its earlier records changed); its archived sessions are kept and the new content is not ingested (replace them with `quarry ingest --replace {name}`)"
+                ),
+            }],
+            unsupported: false,
+        };
+    }
+    let (format, mut parsed) = parse_bytes(&name, &bytes);
+    drop(bytes);
+    let Some(format) = format else {
+        let mut diagnostics = parsed.diagnostics;
+        diagnostics.push(Diagnostic {
+            file: name,
+            line: None,
+            kind: "unsupported_format",
+            reason: "not a transcript format quarry reads (Claude Code, Codex, ChatGPT, Claude.ai, Gemini CLI, AI Studio)".into(),
+        });
+        return Work::Skip {
+            bytes: size as u64,
+            state: Some(state),
+            diagnostics,
+            unsupported: true,
+        };
+    };
+    let origin = parsed
+        .sessions
+        .first()
+        .map(|s| s.origin.as_str().to_string())
+        .unwrap_or_else(|| format!("{format:?}"));
+    let mut copy_of = None;
+    let mut sessions = Vec::with_capacity(parsed.sessions.len());
+    for mut draft in std::mem::take(&mut parsed.sessions) {
+        let mut id = draft.session_id();
+        let claim = claimed
+            .get(&id)
+            .map(|c| (c.path.clone(), c.size))
+            .or_else(|| conn.and_then(|c| store::session_source(c, &id).ok().flatten()));
+        if let Some((other, other_size)) = claim.filter(|(p, _)| *p != name) {
+            if same_file_name(&other, &name) {
+                // The same session file from another folder or machine (a synced or copied
+                // folder): one session, read from the longer copy.
+                if size <= other_size {
+                    copy_of = Some(other);
+                    continue;
+                }
+            } else {
+                let suffix = blake3::hash(name.as_bytes()).to_hex();
+                let renamed = format!("{}~{}", draft.native_id, suffix.get(..8).unwrap_or("dup"));
+                parsed.diagnostics.push(Diagnostic {
+                    file: name.clone(),
+                    line: None,
+                    kind: "duplicate_session_id",
+                    reason: format!(
+                        "session {id} is already ingested from another file; stored as {renamed}"
+                    ),
+                });
+                draft.native_id = renamed;
+                id = draft.session_id();
+            }
+        }
+        claimed.insert(
+            id,
+            Claim {
+                path: name.clone(),
+                size,
+            },
+        );
+        sessions.push(derive::derive(draft, context.owner.as_deref()));
+    }
+    if whole_document && state != FileState::New {
+        parsed
+            .diagnostics
+            .extend(missing_from_export(conn, &name, &sessions));
+    }
+    Work::Write(Box::new(writer::PendingFile {
+        stamp: FileStamp {
+            path: name,
+            origin,
+            size,
+            hash,
+            records: parsed.records as i64,
+            machine: context.machine.clone(),
+            copy_of: if sessions.is_empty() { copy_of } else { None },
+            keep_missing: whole_document,
+        },
+        state,
+        sessions,
+        parsed,
+    }))
+}
+
+/// Whether two archived paths name the same file in different folders (`<session>.jsonl` on
+/// two machines).
+fn same_file_name(a: &str, b: &str) -> bool {
+    Path::new(a).file_name() == Path::new(b).file_name()
+}
+
+/// A re-exported document (ChatGPT, Claude.ai, Gemini JSON) replaces the conversations it still
+/// holds; one it lacks stays archived, reported here.
+fn missing_from_export(
+    conn: Option<&Connection>,
+    name: &str,
+    sessions: &[derive::SessionRows],
+) -> Vec<Diagnostic> {
+    let archived = conn
+        .and_then(|c| store::file_session_ids(c, name).ok())
+        .unwrap_or_default();
+    archived
+        .into_iter()
+        .filter(|id| !sessions.iter().any(|s| &s.session.session_id == id))
+        .map(|id| Diagnostic {
+            file: name.to_string(),
+            line: None,
+            kind: "conversation_missing",
+            reason: format!("session {id} is not in the new export; it stays archived as it was"),
+        })
+        .collect()
+}
+
+/// Detects the format of a file's bytes and parses it. `None` means unsupported.
+pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
+    let mut parsed = ParsedFile::default();
+    let is_json_document = name.ends_with(".json");
+    if is_json_document {
+        match serde_json::from_slice::<serde_json::Value>(bytes) {
+            Ok(root) => {
+                let format = detect::detect_json(&root);
+                match format {
+                    Some(Format::ChatGpt) => chatgpt::parse(&root, &mut parsed),
+                    Some(Format::ClaudeAi) => claude_ai::parse(&root, &mut parsed),
+                    Some(Format::AiStudio) => aistudio::parse(name, &root, &mut parsed),
+                    Some(Format::GeminiJson) => gemini::parse_json(&root, &mut parsed),
+                    _ => return (None, parsed),
+                }
+                report_empty(name, format, &mut parsed);
+                return (format, parsed);
+            }
+            Err(e) if !looks_like_lines(bytes) => {
+                parsed.diagnostics.push(Diagnostic {
+                    file: name.to_string(),
+                    line: Some(e.line()),
+                    kind: "invalid_json",
+                    reason: format!("invalid JSON document: {e}"),
+                });
+                return (None, parsed);
+            }
+            Err(_) => {}
+        }
+    }
+    let lines = lines::read_lines(name, bytes, &mut parsed.diagnostics);
+    let format = detect::detect_lines(&lines);
+    match format {
+        Some(Format::ClaudeCode) => claude_code::parse(name, lines, &mut parsed),
+        Some(Format::Codex) => codex::parse(name, lines, &mut parsed),
+        Some(Format::GeminiLines) => gemini::parse_lines(lines, &mut parsed),
+        _ => {
+            parsed
+                .diagnostics
+                .extend(detect::unrecognised_transcript(name, &lines));
+            return (None, parsed);
+        }
+    }
+    report_empty(name, format, &mut parsed);
+    (format, parsed)
+}
+
+/// A file read as a known format that yields no message is a diagnostic, never a silent zero.
+fn report_empty(name: &str, format: Option<Format>, parsed: &mut ParsedFile) {
+    if let Some(diagnostic) = format.and_then(|f| detect::empty_transcript(name, f, parsed)) {
+        parsed.diagnostics.push(diagnostic);
+    }
+}
+
+fn looks_like_lines(bytes: &[u8]) -> bool {
+    bytes.iter().filter(|b| **b == b'\n').take(2).count() >= 2 && bytes.first() == Some(&b'{')
+}

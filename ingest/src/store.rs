@@ -1,0 +1,610 @@
+//! Writing one input file's sessions into the archive in one transaction: the file's previous
+//! sessions are replaced atomically, `source_files` records size and hash, and `generation` is
+//! bumped. A failure rolls the whole file back; files committed before it stay.
+//!
+//! Every statement's column list comes from the declaration of the tables (`quarry_schema`,
+//! through `insert_statement`): each `INSERT` names every declared column and numbers a
+//! placeholder per column in declaration order, so the parameters below are passed in
+//! declaration order, and a column that is computed in SQL is named in the statement's
+//! expressions instead.
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use quarry_archive::schema::FTS_DELETE_SESSION;
+use quarry_archive::{
+    AFFECTED_TABLES, NOTE_SESSION_PARTITION, RESOLVE_USAGE, bump_generation,
+    fulltext_insert_statement, insert_statement, upsert_statement,
+};
+
+use super::derive::SessionRows;
+
+use super::text::fold_for_index;
+
+/// What identifies a file's content.
+#[derive(Debug, Clone)]
+pub struct FileStamp {
+    /// Path as given (absolute when possible).
+    pub path: String,
+    /// Origin of its sessions (or `unsupported`).
+    pub origin: String,
+    /// Size in bytes.
+    pub size: i64,
+    /// blake3 of the content, hex.
+    pub hash: String,
+    /// Records read.
+    pub records: i64,
+    /// The machine the file was read on.
+    pub machine: Option<String>,
+    /// When the file is a copy of a session file archived from another path: that path (the
+    /// copy adds no sessions).
+    pub copy_of: Option<String>,
+    /// A whole-file export: a re-export replaces the sessions it holds and keeps the archived
+    /// sessions it lacks.
+    pub keep_missing: bool,
+}
+
+/// How a file stands against the archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileState {
+    /// Never ingested.
+    New,
+    /// Ingested with the same size and hash: nothing to do.
+    Unchanged,
+    /// Ingested, and it still starts with the archived bytes: it grew (an append-only JSONL
+    /// source written further).
+    Appended,
+    /// Ingested, but it no longer starts with the archived bytes: it shrank or its earlier
+    /// content changed. A JSONL source is then kept out (its archived sessions stay) unless
+    /// `--replace` names it; a whole-file export is replaced.
+    Rewritten,
+}
+
+/// Compares a file's content with what the archive recorded of it: `source_files` keeps the
+/// archived length and the hash of those bytes.
+pub fn file_state(
+    conn: &Connection,
+    path: &str,
+    bytes: &[u8],
+    hash: &str,
+) -> rusqlite::Result<FileState> {
+    let mut stmt = conn.prepare_cached("SELECT size, hash FROM source_files WHERE path = ?1")?;
+    let mut rows = stmt.query([path])?;
+    Ok(match rows.next()? {
+        None => FileState::New,
+        Some(row) => {
+            let (archived, archived_hash): (i64, String) = (row.get(0)?, row.get(1)?);
+            let size = bytes.len() as i64;
+            if archived == size && archived_hash == hash {
+                FileState::Unchanged
+            } else if archived < size
+                && bytes
+                    .get(..archived as usize)
+                    .is_some_and(|prefix| blake3::hash(prefix).to_hex().as_str() == archived_hash)
+            {
+                FileState::Appended
+            } else {
+                FileState::Rewritten
+            }
+        }
+    })
+}
+
+/// The file's size when its size is the archived size and it was last modified more than two
+/// seconds before it was archived (so a write racing the ingest that archived it is not taken
+/// for the archived content); `None` otherwise, or when it is not archived.
+pub fn unchanged_by_stat(conn: &Connection, name: &str, path: &std::path::Path) -> Option<u64> {
+    let (size, archived_at): (i64, i64) = conn
+        .prepare_cached("SELECT size, ingested_at_ms FROM source_files WHERE path = ?1")
+        .ok()?
+        .query_row([name], |r| Ok((r.get(0)?, r.get(1)?)))
+        .ok()?;
+    let meta = std::fs::metadata(path).ok()?;
+    let modified = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_millis();
+    let modified = i64::try_from(modified).ok()?;
+    (meta.len() == u64::try_from(size).ok()? && modified < archived_at - 2_000)
+        .then_some(meta.len())
+}
+
+/// The source file that holds a session id, with that file's archived size.
+pub fn session_source(
+    conn: &Connection,
+    session_id: &str,
+) -> rusqlite::Result<Option<(String, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT s.source_path, COALESCE(f.size, 0) FROM sessions s
+         LEFT JOIN source_files f ON f.path = s.source_path WHERE s.session_id = ?1",
+    )?;
+    stmt.query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+}
+
+/// Replaces everything `stamp.path` contributed with `sessions` and bumps the generation, inside
+/// the caller's transaction (see `writer`), which calls [`resolve_usage`] before it commits.
+/// Returns the rows written.
+pub fn write_file(
+    conn: &Connection,
+    stamp: &FileStamp,
+    sessions: &[SessionRows],
+) -> rusqlite::Result<usize> {
+    write_file_rows(conn, stamp, sessions)
+}
+
+fn write_file_rows(
+    tx: &Connection,
+    stamp: &FileStamp,
+    sessions: &[SessionRows],
+) -> rusqlite::Result<usize> {
+    let mut old_ids = file_session_ids(tx, &stamp.path)?;
+    if stamp.keep_missing {
+        old_ids.retain(|id| sessions.iter().any(|s| &s.session.session_id == id));
+    }
+    let held = held_sessions(tx, sessions)?;
+    // Every response this file recorded before, or now records, or that progress records
+    // attribute to one of its sessions, is resolved again once the file's rows are replaced.
+    // (Read, then one row at a time: a statement writing several rows opens a statement
+    // journal, and FTS5 flushes its pending index at every one.)
+    let mut keys: Vec<String> = Vec::new();
+    for id in old_ids
+        .iter()
+        .map(String::as_str)
+        .chain(sessions.iter().map(|s| s.session.session_id.as_str()))
+    {
+        for sql in [
+            "SELECT response_key FROM usage_records WHERE session_id = ?1",
+            "SELECT response_key FROM usage_records WHERE subagent_session_id = ?1",
+        ] {
+            let mut stmt = tx.prepare_cached(sql)?;
+            let found = stmt.query_map([id], |r| r.get::<_, String>(0))?;
+            for key in found {
+                keys.push(key?);
+            }
+        }
+        tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_sessions VALUES (?1)")?
+            .execute([id])?;
+    }
+    mark_affected(tx, keys.iter())?;
+    delete_sessions(tx, &old_ids)?;
+    // A session another file held before (a copy this file supersedes) moves to this file.
+    let moved: Vec<String> = held
+        .iter()
+        .filter(|h| h.path.as_deref().is_some_and(|p| p != stamp.path))
+        .map(|h| h.id.clone())
+        .collect();
+    delete_sessions(tx, &moved)?;
+    let mut superseded: Vec<&str> = held
+        .iter()
+        .filter_map(|h| h.path.as_deref())
+        .filter(|p| *p != stamp.path)
+        .collect();
+    superseded.dedup();
+    for path in superseded {
+        tx.prepare_cached(
+            "UPDATE source_files SET copy_of = ?2,
+                 sessions = (SELECT COUNT(*) FROM sessions WHERE source_path = ?1)
+             WHERE path = ?1",
+        )?
+        .execute([path, stamp.path.as_str()])?;
+    }
+    let mut rows = 0;
+    for (s, h) in sessions.iter().zip(&held) {
+        let machine = h.machine.clone().or_else(|| stamp.machine.clone());
+        rows += insert_session(tx, s, &stamp.path, machine.as_deref())?;
+        mark_affected(tx, s.usage.iter().map(|u| &u.response_key))?;
+    }
+    let generation = bump_generation(tx).map_err(|e| match e {
+        quarry_archive::ArchiveError::Sqlite(e) => e,
+        other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+    })?;
+    tx.execute(
+        &upsert_statement("source_files", &[])?,
+        params![
+            stamp.path,
+            stamp.origin,
+            stamp.size,
+            stamp.hash,
+            stamp.records,
+            sessions.len() as i64,
+            generation,
+            chrono::Utc::now().timestamp_millis(),
+            stamp.machine,
+            stamp.copy_of
+        ],
+    )?;
+    Ok(rows)
+}
+
+/// Lists response keys whose `usage` row [`resolve_usage`] must resolve again.
+fn mark_affected<'a>(
+    tx: &Connection,
+    keys: impl Iterator<Item = &'a String>,
+) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1)")?;
+    for key in keys {
+        stmt.execute([key])?;
+    }
+    Ok(())
+}
+
+/// Makes `conn` ready to write files: the temporary tables that collect, file by file, what
+/// [`resolve_usage`] resolves (created once per connection, emptied).
+pub fn prepare(conn: &Connection) -> rusqlite::Result<()> {
+    run_all(conn, AFFECTED_TABLES)
+}
+
+/// Resolves, inside the caller's transaction and before it commits, the `usage` rows of every
+/// response the files written since the last call touched, and the token sums of the sessions
+/// that owned or now own them. Once per transaction, not per file: FTS5 flushes its pending
+/// index at each multi-row statement, so per-file resolution would cut the index into small
+/// segments.
+pub fn resolve_usage(conn: &Connection) -> rusqlite::Result<()> {
+    run_all(conn, RESOLVE_USAGE)
+}
+
+/// Runs each statement, prepared once per connection.
+fn run_all(tx: &Connection, statements: &[&str]) -> rusqlite::Result<()> {
+    for sql in statements {
+        tx.prepare_cached(sql)?.execute([])?;
+    }
+    Ok(())
+}
+
+/// Where the archive already holds one of a file's sessions: the file it came from and the
+/// machine it was first read from.
+struct Held {
+    id: String,
+    path: Option<String>,
+    machine: Option<String>,
+}
+
+/// For each of `sessions`, in order, where the archive holds it now (nowhere, for a new one).
+fn held_sessions(tx: &Connection, sessions: &[SessionRows]) -> rusqlite::Result<Vec<Held>> {
+    let mut stmt =
+        tx.prepare_cached("SELECT source_path, machine FROM sessions WHERE session_id = ?1")?;
+    let mut held = Vec::with_capacity(sessions.len());
+    for s in sessions {
+        let id = s.session.session_id.clone();
+        let found: Option<(String, Option<String>)> = stmt
+            .query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let (path, machine) = found.map_or((None, None), |(p, m)| (Some(p), m));
+        held.push(Held { id, path, machine });
+    }
+    Ok(held)
+}
+
+/// The sessions `path` contributed.
+pub fn file_session_ids(tx: &Connection, path: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = tx.prepare_cached("SELECT session_id FROM sessions WHERE source_path = ?1")?;
+    stmt.query_map([path], |r| r.get(0))?.collect()
+}
+
+/// Deletes every row of `ids` that a re-ingest replaces (`usage` is resolved afterwards).
+fn delete_sessions(tx: &Connection, ids: &[String]) -> rusqlite::Result<()> {
+    for id in ids {
+        // The snapshot partition the session leaves (its rows are about to go).
+        tx.prepare_cached(NOTE_SESSION_PARTITION)?.execute([id])?;
+        // The index first: its delete reads the blocks' values.
+        tx.prepare_cached(FTS_DELETE_SESSION)?.execute([id])?;
+        // Every table whose rows a re-ingest replaces, `sessions` and `delegations` included.
+        for table in quarry_schema::TABLES
+            .iter()
+            .filter(|t| t.replaced_per_session)
+        {
+            if let Some(key) = table.session_key {
+                tx.prepare_cached(&format!("DELETE FROM {} WHERE {key} = ?1", table.name))?
+                    .execute([id])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn insert_session(
+    tx: &Connection,
+    s: &SessionRows,
+    source_path: &str,
+    machine: Option<&str>,
+) -> rusqlite::Result<usize> {
+    let sid = s.session.session_id.as_str();
+    let r = &s.session;
+    // `tags` mirrors the session's active tag assertions (they outlive re-ingest).
+    tx.prepare_cached(&insert_statement(
+        "sessions",
+        &[
+            (
+                "tags",
+                "(SELECT COALESCE(json_group_array(value), '[]') FROM
+               (SELECT DISTINCT value FROM assertions
+                WHERE target_ref = {session_id} AND kind = 'tag' AND status = 'active'
+                ORDER BY value))",
+            ),
+            // Sums of the usage rows the session owns: `RESOLVE_USAGE` fills them.
+            ("input_tokens", "0"),
+            ("output_tokens", "0"),
+            ("cache_read_tokens", "0"),
+            ("cache_write_tokens", "0"),
+            ("cache_write_5m_tokens", "0"),
+            ("cache_write_1h_tokens", "0"),
+        ],
+    )?)?
+    .execute(params![
+        sid,
+        r.origin,
+        r.native_id,
+        r.owner,
+        r.parent_session_id,
+        r.root_session_id,
+        r.branch_type,
+        r.title,
+        r.cwd,
+        r.repo,
+        r.git_branch,
+        r.model,
+        r.created_at,
+        r.updated_at,
+        r.duration_ms,
+        r.message_count,
+        r.word_count,
+        r.user_messages,
+        r.authored_user_messages,
+        r.assistant_messages,
+        r.system_messages,
+        r.tool_messages,
+        r.tool_use_messages,
+        r.thinking_messages,
+        r.paste_messages,
+        r.user_words,
+        r.authored_user_words,
+        r.assistant_words,
+        r.reported_cost_usd,
+        source_path,
+        machine
+    ])?;
+
+    let mut stmt = tx.prepare_cached(&insert_statement("messages", &[])?)?;
+    for m in &s.messages {
+        stmt.execute(params![
+            m.message_id,
+            sid,
+            m.position,
+            m.role,
+            m.kind,
+            m.material_origin,
+            m.model,
+            m.occurred_at_ms,
+            m.word_count,
+            m.text,
+            m.tokens.map(|t| t.input),
+            m.tokens.map(|t| t.output),
+            m.tokens.map(|t| t.cache_read),
+            m.tokens.map(|t| t.cache_write),
+            m.duration_ms,
+            m.stop_reason,
+            m.is_sidechain,
+            s.turn_id(m.turn),
+            s.turn_committed(m.turn),
+            m.tokens.map(|t| t.cache_write_5m()),
+            m.tokens.map(|t| t.cache_write_1h),
+            m.hidden,
+        ])?;
+    }
+
+    let mut block_stmt = tx.prepare_cached(&insert_statement("blocks", &[])?)?;
+    let mut fts_stmt = tx.prepare_cached(&fulltext_insert_statement("blocks")?)?;
+    for b in &s.blocks {
+        let d = &b.block;
+        block_stmt.execute(params![
+            b.block_id,
+            b.message_id,
+            sid,
+            b.position,
+            d.kind.as_str(),
+            d.text,
+            d.tool_name,
+            d.tool_id,
+            d.tool_input,
+            d.tool_command,
+            d.tool_path,
+            d.is_error,
+            d.exit_code,
+            b.occurred_at_ms,
+        ])?;
+        let indexed = [
+            Some(d.text.as_str()),
+            d.tool_name.as_deref(),
+            d.tool_command.as_deref(),
+            d.tool_path.as_deref(),
+        ];
+        if indexed.iter().any(|v| v.is_some_and(|v| !v.is_empty())) {
+            let [text, name, command, path] = indexed.map(|v| v.map(fold_for_index));
+            fts_stmt.execute(params![tx.last_insert_rowid(), text, name, command, path])?;
+        }
+    }
+
+    let mut stmt = tx.prepare_cached(&insert_statement("actions", &[])?)?;
+    for a in &s.actions {
+        stmt.execute(params![
+            a.action_id,
+            sid,
+            a.message_id,
+            a.tool_use_block_id,
+            a.tool_result_block_id,
+            a.tool_name,
+            a.semantic_type,
+            a.tool_command,
+            a.tool_path,
+            a.tool_input,
+            a.output_text,
+            a.is_error,
+            a.exit_code,
+            a.occurred_at_ms,
+            a.duration_ms,
+            a.followup_class,
+            s.turn_id(a.turn),
+            s.turn_committed(a.turn),
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(&insert_statement("files", &[])?)?;
+    for f in &s.files {
+        stmt.execute(params![
+            sid,
+            f.path,
+            f.action_count,
+            f.first_seen_ms,
+            f.last_seen_ms,
+            f.first_message_id,
+            f.first_tool_use_block_id,
+            f.last_tool_use_block_id
+        ])?;
+    }
+
+    let run_id = format!("{sid}/run");
+    let last_time = r.updated_at;
+    tx.prepare_cached(&insert_statement("runs", &[])?)?
+        .execute(params![
+            run_id,
+            sid,
+            s.run_role,
+            s.run_agent,
+            s.run_status,
+            s.harness,
+            r.cwd,
+            r.git_branch,
+            r.model,
+            r.created_at,
+            last_time
+        ])?;
+
+    let mut stmt = tx.prepare_cached(&insert_statement(
+        "observed_events",
+        &[("delivery_state", "'delivered'")],
+    )?)?;
+    for o in &s.observed {
+        stmt.execute(params![
+            o.event_id,
+            sid,
+            o.kind,
+            o.subject,
+            o.object,
+            o.handler,
+            o.status,
+            o.summary,
+            o.occurred_at_ms
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(&insert_statement("context_snapshots", &[])?)?;
+    for (k, c) in s.snapshots.iter().enumerate() {
+        stmt.execute(params![
+            format!("{sid}/ctx{k}"),
+            sid,
+            run_id,
+            c.boundary,
+            c.inheritance_mode,
+            c.segment,
+            c.text,
+            c.occurred_at_ms
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(&insert_statement(
+        "delegations",
+        &[
+            ("dispatch_model", "{requested_model}"),
+            (
+                "child_model",
+                "(SELECT model FROM sessions WHERE session_id = {child_session_id})",
+            ),
+            ("exit_code", "NULL"),
+        ],
+    )?)?;
+    for d in &s.delegations {
+        stmt.execute(params![
+            d.delegation_id,
+            sid,
+            d.parent_message_id,
+            d.child_session_id,
+            d.instruction,
+            d.requested_model,
+            d.mapping_state,
+            d.result_status,
+            d.is_error,
+            d.occurred_at_ms
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(&insert_statement("events_raw", &[])?)?;
+    for e in &s.events {
+        stmt.execute(params![
+            sid,
+            e.seq,
+            e.event.kind,
+            e.event.time,
+            e.event.surface.as_str(),
+            s.turn_id(e.turn),
+            s.turn_committed(e.turn),
+            e.event.payload
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(&insert_statement("turns", &[])?)?;
+    for t in &s.turns {
+        stmt.execute(params![
+            sid,
+            t.turn_id,
+            t.started_at_ms,
+            t.completed_at_ms,
+            t.committed
+        ])?;
+    }
+
+    let mut stmt = tx.prepare_cached(&insert_statement("usage_records", &[])?)?;
+    for (seq, u) in s.usage.iter().enumerate() {
+        stmt.execute(params![
+            sid,
+            u.response_key,
+            u.via.as_str(),
+            u.subagent_session_id,
+            u.message_id,
+            u.request_id,
+            u.model,
+            u.tokens.input,
+            u.tokens.output,
+            u.tokens.reasoning,
+            u.tokens.cache_read,
+            u.tokens.cache_write,
+            u.tokens.cache_write_5m(),
+            u.tokens.cache_write_1h,
+            u.occurred_at_ms,
+            s.turn_id(u.turn),
+            s.turn_committed(u.turn),
+            seq as i64
+        ])?;
+    }
+    Ok(s.row_count())
+}
+
+/// Links delegations to child sessions ingested later (child model, mapping state) and lists
+/// subagent sessions whose parent session is not in the archive.
+pub fn link(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    conn.execute(
+        "UPDATE delegations SET child_model = (SELECT model FROM sessions WHERE session_id = child_session_id)
+         WHERE child_model IS NULL AND child_session_id IS NOT NULL
+           AND EXISTS (SELECT 1 FROM sessions WHERE session_id = child_session_id AND model IS NOT NULL)",
+        [],
+    )?;
+    let mut stmt = conn.prepare(
+        "SELECT session_id, parent_session_id FROM sessions s
+         WHERE parent_session_id IS NOT NULL
+           AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.session_id = s.parent_session_id)
+         ORDER BY session_id",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}

@@ -1,0 +1,512 @@
+//! `quarry mcp`: a Model Context Protocol server over stdio (rmcp), for agents asking an
+//! archive of their own past sessions what happened.
+//!
+//! Without `--session` it offers `query_units` (the language), `sql_query` (read-only SQL),
+//! `explain`, `list_tables` and `query_completions`, all under one scope (by default a reader
+//! scope of the local owner). With `--session ID` it is a conversation's own server: only the
+//! two fixed-statement tools, `conversation_recent_turns` and `conversation_list_tool_calls`,
+//! over that one session (whatever their arguments say), plus `query_completions`; no query
+//! text of the agent's reaches the engine.
+//!
+//! A thin adapter over the [`Service`]: every answer is the envelope (written by the output
+//! module's JSON encoder) as structured content, with a short table as text; every failure is
+//! a tool error (`isError: true`) carrying the one error body, with the JSON-RPC code of its
+//! class as `jsonrpc_code` (never a crash of the server). Every query, the fixed statements
+//! included, is audited with surface `mcp`, and so are the tools that run none.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::service::Explained;
+use super::{Asker, ScopeRef, Service};
+use quarry::audit::{Language, RequestKind};
+use quarry::output::{json, render_table};
+use quarry::{Caller, Caps, Error, QueryResult, Request, Scope};
+
+/// Rows a tool answer holds unless the call asks for another number.
+const DEFAULT_ROWS: usize = 100;
+
+/// Rows the text rendering of an answer shows (the structured envelope holds them all).
+const TEXT_ROWS: usize = 30;
+
+/// What the server offers.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    /// The query tools, under the server's scope.
+    Open(Scope),
+    /// A conversation's own tools over this one session.
+    Pinned {
+        /// The session's id.
+        session_id: String,
+    },
+}
+
+/// The MCP server.
+pub struct McpServer {
+    service: Arc<Service>,
+    mode: Mode,
+    asker: Asker,
+    tool_router: ToolRouter<McpServer>,
+}
+
+/// `query_units`' arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct QueryUnitsArgs {
+    /// A query of quarry's pipeline language, e.g. `messages where role:assistant | group by
+    /// session.repo | agg count, p90:word_count` or `actions where is_error:true | group by
+    /// tool_name | count`. Call query_completions with kind "example" for valid examples.
+    pub expression: String,
+    /// At most this many rows (default 100). When rows are cut, the answer's `truncated` is
+    /// true: narrow the query or aggregate instead of reading on.
+    #[schemars(range(min = 1, max = 10000))]
+    pub limit: Option<usize>,
+}
+
+/// `sql_query`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SqlQueryArgs {
+    /// One read-only SQL query (SELECT or WITH ... SELECT) over the tables list_tables shows,
+    /// e.g. `SELECT tool_name, count(*) AS calls FROM actions GROUP BY tool_name ORDER BY calls
+    /// DESC`. Anything else (DDL, DML, SET, COPY, several statements) is refused.
+    pub sql: String,
+    /// At most this many rows (default 100); `truncated` says when rows were cut.
+    #[schemars(range(min = 1, max = 10000))]
+    pub limit: Option<usize>,
+}
+
+/// `explain`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ExplainArgs {
+    /// A query of the language.
+    pub expression: String,
+    /// DataFusion's logical and physical plans instead of the parse (admin scope only).
+    #[serde(default)]
+    pub plan: bool,
+}
+
+/// `query_completions`' arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct CompletionsArgs {
+    /// `example`: valid queries per unit and form; `error`: typical mistakes with the
+    /// diagnostic quarry gives and the corrected query.
+    pub kind: CompletionKind,
+    /// Only examples of this unit (`sessions`, `messages`, `actions`, ...).
+    pub unit: Option<String>,
+}
+
+/// What `query_completions` lists.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CompletionKind {
+    /// Valid example queries.
+    Example,
+    /// Typical mistakes with their diagnostics and corrections.
+    Error,
+}
+
+/// `conversation_recent_turns`' arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RecentTurnsArgs {
+    /// How many turns, newest first (default 20, at most 50).
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<u32>,
+    /// Add failure information: failed tool calls, the last error, the whole prompt and the
+    /// final reply.
+    #[serde(default)]
+    pub full: bool,
+}
+
+/// `conversation_list_tool_calls`' arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ToolCallsArgs {
+    /// How many calls, newest first (default 20, at most 100).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+    /// Add the whole arguments, an output preview, exit code, duration and approval status.
+    #[serde(default)]
+    pub full: bool,
+}
+
+#[tool_router]
+impl McpServer {
+    /// A server of `mode` over `service`; `who` is recorded in the audit trail.
+    pub fn new(service: Arc<Service>, mode: Mode, who: Option<String>) -> McpServer {
+        let mut tool_router = Self::tool_router();
+        let offered: &[&str] = match mode {
+            Mode::Open(_) => &[
+                "query_units",
+                "sql_query",
+                "explain",
+                "list_tables",
+                "query_completions",
+            ],
+            Mode::Pinned { .. } => &[
+                "conversation_recent_turns",
+                "conversation_list_tool_calls",
+                "query_completions",
+            ],
+        };
+        let all: Vec<String> = tool_router
+            .list_all()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        for name in all {
+            if !offered.contains(&name.as_str()) {
+                tool_router.remove_route(&name);
+            }
+        }
+        let scope = match &mode {
+            Mode::Open(scope) => scope.clone(),
+            Mode::Pinned { session_id } => {
+                Scope::Reader(quarry::scope::ReaderScope::pinned(session_id))
+            }
+        };
+        McpServer {
+            service,
+            mode,
+            asker: Asker {
+                caller: Caller {
+                    who,
+                    surface: "mcp".into(),
+                },
+                scope: ScopeRef::Fixed(scope),
+            },
+            tool_router,
+        }
+    }
+
+    /// Run a query of quarry's pipeline language over the archive and get its exact answer:
+    /// rows of sessions, messages, blocks, actions, files, runs and other units, or aggregates
+    /// (count, sum, avg, exact percentiles) grouped by any field. Returns the envelope
+    /// (`columns`, `rows`, `total`, `truncated`, `input_rows` for aggregates).
+    #[tool(annotations(read_only_hint = true))]
+    async fn query_units(
+        &self,
+        Parameters(args): Parameters<QueryUnitsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(self
+            .run(Language::Query, &args.expression, args.limit)
+            .await)
+    }
+
+    /// Run one read-only SQL query over the same tables (list_tables shows them and their
+    /// columns). Returns `{columns, rows, truncated, skipped_partitions}`.
+    #[tool(annotations(read_only_hint = true))]
+    async fn sql_query(
+        &self,
+        Parameters(args): Parameters<SqlQueryArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(self.run(Language::Sql, &args.sql, args.limit).await)
+    }
+
+    /// Show how a query of the language parses: its unit, semantics and ordered pipeline
+    /// stages, or the diagnostic with a correction when it does not parse. With `plan`, the
+    /// engine's plans (admin scope only).
+    #[tool(annotations(read_only_hint = true))]
+    async fn explain(
+        &self,
+        Parameters(args): Parameters<ExplainArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = self
+            .service
+            .explain(&self.asker, &args.expression, args.plan)
+            .await
+            .map(|explained| match explained {
+                Explained::Parse { json, text } => {
+                    structured(text, serde_json::from_str(&json).unwrap_or_default())
+                }
+                Explained::Plan(plan) => {
+                    let value = serde_json::json!({"expression": args.expression, "plan": plan});
+                    structured(plan, value)
+                }
+            });
+        Ok(result.unwrap_or_else(|e| tool_error(&e, Some(&args.expression))))
+    }
+
+    /// List the tables and columns this server's scope may query, with what each holds.
+    #[tool(annotations(read_only_hint = true))]
+    async fn list_tables(&self) -> Result<CallToolResult, ErrorData> {
+        let result = self.service.tables(&self.asker).await.map(|t| {
+            let text = t
+                .tables
+                .iter()
+                .map(|t| {
+                    let columns: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+                    format!("{}: {}", t.name, columns.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let value = serde_json::json!({"scope": t.scope, "tables": t.tables});
+            structured(text, value)
+        });
+        Ok(result.unwrap_or_else(|e| tool_error(&e, None)))
+    }
+
+    /// Valid example queries of the language (kind "example"), or typical mistakes with the
+    /// diagnostic quarry gives and the corrected query (kind "error"). Use it before writing a
+    /// query, and when one is refused.
+    #[tool(annotations(read_only_hint = true))]
+    async fn query_completions(
+        &self,
+        Parameters(args): Parameters<CompletionsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let started = Instant::now();
+        let (text, value) = match args.kind {
+            CompletionKind::Example => {
+                let examples: Vec<_> = quarry_grammar::complete::examples()
+                    .into_iter()
+                    .filter(|e| args.unit.as_deref().is_none_or(|u| e.unit == u))
+                    .collect();
+                let text = examples
+                    .iter()
+                    .map(|e| format!("{} ({}): {}", e.unit, e.form, e.query))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                (text, serde_json::json!({"examples": examples}))
+            }
+            CompletionKind::Error => (
+                quarry_grammar::complete::errors_text(),
+                serde_json::json!({"errors": quarry_grammar::complete::errors()}),
+            ),
+        };
+        self.service.record(
+            &self.asker,
+            RequestKind::Completions,
+            "query_completions",
+            None,
+            started,
+            None,
+        );
+        Ok(structured(text, value))
+    }
+
+    /// This conversation's committed turns, newest first: when each started and completed, the
+    /// prompt (a preview), how many messages and tool calls it had. `full` adds failure
+    /// information. Reads only this conversation.
+    #[tool(annotations(read_only_hint = true))]
+    async fn conversation_recent_turns(
+        &self,
+        Parameters(args): Parameters<RecentTurnsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let limit = args.limit.unwrap_or(20).clamp(1, 50);
+        Ok(self
+            .run(Language::Sql, &recent_turns_sql(limit, args.full), None)
+            .await)
+    }
+
+    /// This conversation's tool calls in committed turns, newest first, with an argument
+    /// preview and whether each failed. `full` adds the whole arguments, an output preview,
+    /// exit code, duration and approval status. Reads only this conversation.
+    #[tool(annotations(read_only_hint = true))]
+    async fn conversation_list_tool_calls(
+        &self,
+        Parameters(args): Parameters<ToolCallsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let limit = args.limit.unwrap_or(20).clamp(1, 100);
+        Ok(self
+            .run(Language::Sql, &tool_calls_sql(limit, args.full), None)
+            .await)
+    }
+}
+
+impl McpServer {
+    /// Runs a query within the server's limits: the envelope, or a tool error.
+    async fn run(&self, language: Language, text: &str, limit: Option<usize>) -> CallToolResult {
+        let request = Request {
+            language,
+            text: text.to_string(),
+            caps: Caps {
+                limit: Some(limit.unwrap_or(DEFAULT_ROWS)),
+                offset: None,
+            },
+            timeout: None,
+        };
+        let answer = self.service.collect(&self.asker, request).await;
+        match answer.and_then(|answer| answer_result(&answer, language)) {
+            Ok(result) => result,
+            Err(e) => tool_error(&e, Some(text)),
+        }
+    }
+}
+
+/// An answer as a tool result: the envelope as structured content, a short table as text.
+fn answer_result(answer: &QueryResult, language: Language) -> Result<CallToolResult, Error> {
+    let json = match language {
+        Language::Sql => json::sql_json(answer)?,
+        _ => json::json(answer)?,
+    };
+    let value: serde_json::Value = serde_json::from_str(&json).map_err(Error::failed)?;
+    let rows = answer.num_rows();
+    let shown = head(answer, TEXT_ROWS);
+    let mut text = render_table(&shown)?;
+    if rows > TEXT_ROWS {
+        text.push_str(&format!(
+            "\n({TEXT_ROWS} of {rows} rows shown; all {rows} are in the structured result)"
+        ));
+    }
+    text.push_str(&format!(
+        "\n{rows} rows{}",
+        if answer.truncated {
+            " — truncated: more rows match; narrow the query, aggregate, or raise limit"
+        } else {
+            ""
+        }
+    ));
+    Ok(structured(text, value))
+}
+
+/// The first `n` rows of `answer` (for its text rendering).
+fn head(answer: &QueryResult, n: usize) -> QueryResult {
+    let mut left = n;
+    let mut batches = Vec::new();
+    for batch in &answer.batches {
+        if left == 0 {
+            break;
+        }
+        let take = batch.num_rows().min(left);
+        batches.push(batch.slice(0, take));
+        left -= take;
+    }
+    QueryResult {
+        batches,
+        attachments: Vec::new(),
+        ..answer.clone()
+    }
+}
+
+fn structured(text: String, value: serde_json::Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(value);
+    result
+}
+
+/// A failure as a tool error the agent reads: the message (with the query drawn under it and
+/// the correction, for a query error), and the error body as structured content, with the
+/// JSON-RPC code of its class.
+fn tool_error(e: &Error, query: Option<&str>) -> CallToolResult {
+    let body = e.body(query);
+    let text = body
+        .rendered
+        .clone()
+        .unwrap_or_else(|| format!("{} ({})", body.message, body.code));
+    let mut value = serde_json::to_value(&body).unwrap_or_default();
+    value["jsonrpc_code"] = body.class.mcp_code().into();
+    let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(value);
+    result
+}
+
+/// The fixed statement of `conversation_recent_turns` (the only text in it is `limit`, a
+/// number the tool bounded).
+fn recent_turns_sql(limit: u32, full: bool) -> String {
+    let extra = if full {
+        ",
+       p.text AS prompt_full,
+       r.text AS final_reply,
+       COALESCE(a.failed_tool_calls, 0) AS failed_tool_calls,
+       e.tool_name AS last_failed_tool,
+       substr(e.output_text, 1, 500) AS last_error"
+    } else {
+        ""
+    };
+    let extra_joins = if full {
+        "
+LEFT JOIN (SELECT turn_id, text FROM (
+    SELECT turn_id, text, row_number() OVER (PARTITION BY turn_id ORDER BY position DESC) AS n
+    FROM messages WHERE role = 'assistant' AND type = 'text') WHERE n = 1) r ON r.turn_id = t.turn_id
+LEFT JOIN (SELECT turn_id, tool_name, output_text FROM (
+    SELECT turn_id, tool_name, output_text,
+           row_number() OVER (PARTITION BY turn_id ORDER BY occurred_at_ms DESC, action_id DESC) AS n
+    FROM actions WHERE is_error) WHERE n = 1) e ON e.turn_id = t.turn_id"
+    } else {
+        ""
+    };
+    format!(
+        "SELECT t.turn_id,
+       t.started_at_ms AS started_at,
+       t.completed_at_ms AS completed_at,
+       substr(p.text, 1, 200) AS prompt,
+       COALESCE(m.messages, 0) AS messages,
+       COALESCE(a.tool_calls, 0) AS tool_calls{extra}
+FROM turns t
+LEFT JOIN (SELECT turn_id, count(*) AS messages FROM messages GROUP BY turn_id) m ON m.turn_id = t.turn_id
+LEFT JOIN (SELECT turn_id, count(*) AS tool_calls,
+                  sum(CASE WHEN is_error THEN 1 ELSE 0 END) AS failed_tool_calls
+           FROM actions GROUP BY turn_id) a ON a.turn_id = t.turn_id
+LEFT JOIN (SELECT turn_id, text FROM (
+    SELECT turn_id, text, row_number() OVER (PARTITION BY turn_id ORDER BY position) AS n
+    FROM messages WHERE role = 'user') WHERE n = 1) p ON p.turn_id = t.turn_id{extra_joins}
+WHERE t.committed
+ORDER BY t.started_at_ms DESC NULLS LAST, t.turn_id DESC
+LIMIT {limit}"
+    )
+}
+
+/// The fixed statement of `conversation_list_tool_calls`.
+fn tool_calls_sql(limit: u32, full: bool) -> String {
+    let extra = if full {
+        ",
+       tool_input AS arguments,
+       substr(output_text, 1, 1000) AS output_preview,
+       exit_code,
+       duration_ms,
+       followup_class,
+       CASE
+         WHEN tool_result_block_id IS NULL THEN 'no_result'
+         WHEN output_text LIKE 'The user doesn''t want to proceed with this tool use%' THEN 'rejected'
+         ELSE 'ran'
+       END AS approval"
+    } else {
+        ""
+    };
+    format!(
+        "SELECT action_id,
+       turn_id,
+       occurred_at_ms AS called_at,
+       tool_name,
+       semantic_type,
+       substr(COALESCE(tool_command, tool_path, tool_input), 1, 200) AS arguments_preview,
+       is_error{extra}
+FROM actions
+WHERE turn_committed OR turn_id IS NULL
+ORDER BY occurred_at_ms DESC NULLS LAST, action_id DESC
+LIMIT {limit}"
+    )
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let instructions = match &self.mode {
+            Mode::Open(scope) => format!(
+                "quarry answers exact questions over an archive of AI-agent sessions (Claude Code, Codex, ChatGPT, Claude.ai, Gemini). Scope: {}. Use query_units for the pipeline language (call query_completions with kind \"example\" first), sql_query for read-only SQL over the tables list_tables shows. Answers are exact over every matching row; check `truncated` before reading a list as complete.",
+                scope.name()
+            ),
+            Mode::Pinned { .. } => "quarry reads this conversation's own history: conversation_recent_turns (committed turns, newest first) and conversation_list_tool_calls (tool calls with argument previews). Both read only this conversation.".to_string(),
+        };
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
+            .with_instructions(instructions)
+    }
+}
+
+/// Serves MCP over standard input and output until the client closes its end.
+pub async fn serve_stdio(server: McpServer) -> Result<(), Error> {
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| Error::failed(format!("the MCP session did not start: {e}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| Error::failed(format!("the MCP server failed: {e}")))?;
+    Ok(())
+}

@@ -1,0 +1,297 @@
+//! The one service layer of the servers: a [`Request`] (either language, caps, a time limit)
+//! from an [`Asker`] (who, through what surface, under which scope) becomes an [`Answer`]
+//! stream over the long-lived engine, within the server's [`Limits`]:
+//!
+//! 1. a query slot, waited for until the request's deadline ([`Error::Busy`] after it);
+//! 2. the asker's scope, as the scopes file says now (so an edited file narrows a reader at
+//!    its next request);
+//! 3. a session of that scope (cheap: the engine keeps each scope's view per generation);
+//! 4. the query, planned and run within the same deadline (the stream fails with
+//!    [`Error::Timeout`] once it passes).
+//!
+//! Everything is audited: a query by the engine (intent, then outcome), a request refused
+//! before its query started, and requests that run no query (explain, tables, completions), by
+//! [`Service::record`]; a request refused before the caller was known by
+//! [`Service::refused_anonymously`], counted per minute and source.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::Limits;
+use quarry::audit::{RequestKind, RequestRecord};
+use quarry::{
+    Caller, CatalogTable, Deadline, Error, Quarry, QueryResult, QueryStream, Request, Scope,
+    Session,
+};
+
+/// Which scope a request runs under.
+#[derive(Debug, Clone)]
+pub enum ScopeRef {
+    /// The scope of this name, as the scopes file defines it when the request comes.
+    Named(String),
+    /// This scope, decided when the server started (MCP's).
+    Fixed(Scope),
+}
+
+/// Who asks: the caller (recorded in the audit trail) and the scope they ask under.
+#[derive(Debug, Clone)]
+pub struct Asker {
+    /// The person or token, and the surface.
+    pub caller: Caller,
+    /// The scope.
+    pub scope: ScopeRef,
+}
+
+impl Asker {
+    /// The scope's name, as the audit trail records it.
+    fn scope_name(&self) -> &str {
+        match &self.scope {
+            ScopeRef::Named(name) => name,
+            ScopeRef::Fixed(scope) => scope.name(),
+        }
+    }
+}
+
+/// A running answer: its stream, with the session and the query slot it holds until dropped.
+pub struct Answer {
+    /// The rows.
+    pub stream: QueryStream,
+    /// When the request's time is up.
+    pub deadline: Deadline,
+    /// The session and the slot, released with the answer.
+    pub hold: Hold,
+}
+
+/// What an answer holds while it runs.
+pub struct Hold {
+    _session: Session,
+    _slot: OwnedSemaphorePermit,
+}
+
+/// The tables a caller's scope may query.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    /// The scope's name.
+    pub scope: String,
+    /// Its tables.
+    pub tables: Vec<CatalogTable>,
+}
+
+/// The service every server calls (see the module docs).
+pub struct Service {
+    quarry: Quarry,
+    scopes_file: PathBuf,
+    limits: Limits,
+    slots: Arc<Semaphore>,
+}
+
+impl Service {
+    /// The service over `quarry`, with reader scopes from `scopes_file`, within `limits`.
+    pub fn new(quarry: Quarry, scopes_file: PathBuf, limits: Limits) -> Service {
+        let slots = Arc::new(Semaphore::new(limits.max_concurrent.max(1)));
+        Service {
+            quarry,
+            scopes_file,
+            limits,
+            slots,
+        }
+    }
+
+    /// The bounds requests run within.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The engine.
+    pub fn quarry(&self) -> &Quarry {
+        &self.quarry
+    }
+
+    /// The scope called `name` as the scopes file defines it now.
+    pub fn scope(&self, name: &str) -> Result<Scope, Error> {
+        quarry::scope::resolve(name, &self.scopes_file).map_err(|e| Error::Scope(e.to_string()))
+    }
+
+    /// The deadline of a request that asks for `requested` (never beyond the server's limit).
+    pub fn deadline(&self, requested: Option<Duration>) -> Deadline {
+        let limit = requested.map_or(self.limits.timeout, |r| r.min(self.limits.timeout));
+        Deadline::after(limit)
+    }
+
+    /// A row cap for a buffered answer: what the request asks, never beyond `max_rows`.
+    pub fn buffered_cap(&self, requested: Option<usize>) -> usize {
+        requested.map_or(self.limits.max_rows, |r| r.min(self.limits.max_rows))
+    }
+
+    /// Runs `request` for `asker` (see the module docs). A failure before the query started
+    /// is recorded as a refused request; one after, by the engine, as the query's outcome.
+    pub async fn answer(&self, asker: &Asker, request: Request) -> Result<Answer, Error> {
+        let started = Instant::now();
+        let deadline = self.deadline(request.timeout);
+        let opened = async {
+            let slot = tokio::time::timeout_at(deadline.at, self.slots.clone().acquire_owned())
+                .await
+                .map_err(|_| Error::Busy(deadline.limit))?
+                .map_err(|_| Error::Internal("the query slots were closed".into()))?;
+            let session = tokio::time::timeout_at(deadline.at, self.session(asker))
+                .await
+                .map_err(|_| Error::Timeout(deadline.limit))??;
+            Ok((slot, session))
+        }
+        .await;
+        let (slot, session) = match opened {
+            Ok(opened) => opened,
+            Err(e) => {
+                self.record(
+                    asker,
+                    RequestKind::Refused,
+                    "query",
+                    Some(&request.text),
+                    started,
+                    Some(&e),
+                );
+                return Err(e);
+            }
+        };
+        let stream = session.run_by(&request, Some(deadline)).await?;
+        Ok(Answer {
+            stream,
+            deadline,
+            hold: Hold {
+                _session: session,
+                _slot: slot,
+            },
+        })
+    }
+
+    /// Runs `request` and collects its answer (a buffered answer: capped at `max_rows`).
+    pub async fn collect(&self, asker: &Asker, mut request: Request) -> Result<QueryResult, Error> {
+        request.caps.limit = Some(self.buffered_cap(request.caps.limit));
+        let answer = self.answer(asker, request).await?;
+        answer.stream.collect().await
+    }
+
+    /// A session under `asker`'s scope.
+    async fn session(&self, asker: &Asker) -> Result<Session, Error> {
+        let scope = match &asker.scope {
+            ScopeRef::Named(name) => self.scope(name)?,
+            ScopeRef::Fixed(scope) => scope.clone(),
+        };
+        self.quarry.session(scope, asker.caller.clone()).await
+    }
+
+    /// How `expression` parses (as JSON, with its text rendering), or with `plan` DataFusion's
+    /// plans (admin scope only). Audited as a request.
+    pub async fn explain(
+        &self,
+        asker: &Asker,
+        expression: &str,
+        plan: bool,
+    ) -> Result<Explained, Error> {
+        let started = Instant::now();
+        let result = if plan {
+            let deadline = self.deadline(None);
+            tokio::time::timeout_at(deadline.at, async {
+                let session = self.session(asker).await?;
+                session.explain(expression).await
+            })
+            .await
+            .unwrap_or(Err(Error::Timeout(deadline.limit)))
+            .map(Explained::Plan)
+        } else {
+            quarry_grammar::explain::explain(expression)
+                .map(|e| Explained::Parse {
+                    json: e.to_json(),
+                    text: e.to_text(),
+                })
+                .map_err(Error::Query)
+        };
+        let target = if plan { "explain plan" } else { "explain" };
+        self.record(
+            asker,
+            RequestKind::Explain,
+            target,
+            Some(expression),
+            started,
+            result.as_ref().err(),
+        );
+        result
+    }
+
+    /// The tables and columns `asker`'s scope may query. Audited as a request.
+    pub async fn tables(&self, asker: &Asker) -> Result<Tables, Error> {
+        let started = Instant::now();
+        let result = self.session(asker).await.map(|session| Tables {
+            scope: session.scope().name().to_string(),
+            tables: session.catalog(),
+        });
+        self.record(
+            asker,
+            RequestKind::Tables,
+            "tables",
+            None,
+            started,
+            result.as_ref().err(),
+        );
+        result
+    }
+
+    /// Records a request that ran no query: `error` is how it failed, if it did. A request
+    /// that cannot be recorded is not failed for it (the caller has its answer already); the
+    /// failure is reported on standard error.
+    pub fn record(
+        &self,
+        asker: &Asker,
+        kind: RequestKind,
+        target: &str,
+        text: Option<&str>,
+        started: Instant,
+        error: Option<&Error>,
+    ) {
+        let message = error.map(Error::message);
+        let record = RequestRecord {
+            caller: &asker.caller,
+            scope: Some(asker.scope_name()),
+            kind,
+            target,
+            text,
+            error: error.map(Error::code).zip(message.as_deref()),
+            duration: started.elapsed(),
+        };
+        if let Err(e) = self.quarry.audit().request(&record) {
+            eprintln!("quarry: the audit trail could not record a request: {e}");
+        }
+    }
+
+    /// Counts a request refused before its caller was known (see
+    /// [`quarry::audit::AuditLog::refused`]).
+    pub fn refused_anonymously(&self, surface: &str, source: &str, error: &Error) {
+        if let Err(e) = self.quarry.audit().refused(surface, source, error.code()) {
+            eprintln!("quarry: the audit trail could not count a refusal: {e}");
+        }
+    }
+
+    /// Writes what the audit trail holds in memory (at shutdown).
+    pub fn flush_audit(&self) {
+        if let Err(e) = self.quarry.audit().flush() {
+            eprintln!("quarry: the audit trail could not be written: {e}");
+        }
+    }
+}
+
+/// What [`Service::explain`] answers.
+#[derive(Debug, Clone)]
+pub enum Explained {
+    /// How the query parses: the explanation as JSON, and as text.
+    Parse {
+        /// As JSON.
+        json: String,
+        /// As text.
+        text: String,
+    },
+    /// DataFusion's plans.
+    Plan(String),
+}

@@ -1,0 +1,174 @@
+//! Shared helpers of the integration tests: locating `../shared`, running the binary, opening
+//! and ingesting archives, an engine to ask; rows and their comparison ([`rows`]), the question
+//! files of `tests/queries/` ([`questions`]) and the oracle functions computed in Rust
+//! ([`oracle`]), which the differential test and the fuzzer share.
+
+pub mod oracle;
+pub mod questions;
+pub mod rows;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `../shared` beside the checkout, or `None` (with a notice) when it is absent outside CI.
+/// Under `CI=true` a missing folder fails the test.
+pub fn shared() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("shared");
+    if dir.join("corpus").is_dir() {
+        return Some(dir);
+    }
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("../shared/corpus is missing under CI: {}", dir.display());
+    }
+    eprintln!("notice: {} not found; skipping this test", dir.display());
+    None
+}
+
+/// The corpus folder.
+pub fn corpus() -> Option<PathBuf> {
+    shared().map(|s| s.join("corpus"))
+}
+
+/// Runs the quarry binary with `args`.
+pub fn quarry(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(args)
+        .env_remove("QUARRY_ARCHIVE")
+        .output()
+        .expect("run quarry")
+}
+
+/// Runs quarry and parses its stdout as JSON, asserting success.
+pub fn quarry_json(args: &[&str]) -> serde_json::Value {
+    let out = quarry(args);
+    assert!(
+        out.status.success(),
+        "quarry {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+/// Ingests `paths` into `archive` with `--format json` and returns the summary.
+pub fn ingest(archive: &Path, paths: &[&Path]) -> serde_json::Value {
+    ingest_with(archive, &[], paths)
+}
+
+/// [`ingest`] with more ingest flags (`--machine NAME`, `--replace PATH`).
+pub fn ingest_with(archive: &Path, flags: &[&str], paths: &[&Path]) -> serde_json::Value {
+    let mut args = vec![
+        "--archive".to_string(),
+        archive.display().to_string(),
+        "--format".into(),
+        "json".into(),
+        "ingest".into(),
+    ];
+    args.extend(flags.iter().map(|f| f.to_string()));
+    args.extend(paths.iter().map(|p| p.display().to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    quarry_json(&refs)
+}
+
+/// A read-only connection to an archive.
+pub fn open(archive: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open_with_flags(archive, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .expect("open archive")
+}
+
+/// One integer from a query.
+pub fn scalar(conn: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
+    conn.query_row(sql, params, |r| r.get::<_, Option<i64>>(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .unwrap_or(0)
+}
+
+/// Row counts of every archive table.
+pub fn table_counts(conn: &rusqlite::Connection) -> Vec<(String, i64)> {
+    quarry_schema::CATALOG
+        .iter()
+        .map(|t| {
+            (
+                t.name.to_string(),
+                scalar(conn, &format!("SELECT COUNT(*) FROM {}", t.name), []),
+            )
+        })
+        .collect()
+}
+
+/// A runtime with two workers, as on the CI machine.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// An engine in UTC over the archive at `path` (the time-bucket oracles of the question files
+/// are UTC).
+pub fn engine(path: &Path) -> quarry::Quarry {
+    let mut options = quarry::Options::new(path);
+    options.tz = Some("UTC".into());
+    quarry::Quarry::open(&options).unwrap()
+}
+
+/// Ingests `paths` through the library into a new archive in `dir`.
+pub fn ingest_into(dir: &Path, paths: Vec<PathBuf>) -> PathBuf {
+    let path = dir.join("archive.db");
+    let mut archive = quarry_archive::Archive::open(&path).unwrap();
+    quarry_ingest::ingest(
+        &mut archive,
+        &quarry_ingest::IngestOptions {
+            paths,
+            owner: Some("test".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    path
+}
+
+/// One archive of the whole corpus, shared by the tests that only read it.
+pub fn corpus_archive() -> Option<&'static PathBuf> {
+    static ARCHIVE: std::sync::OnceLock<Option<(tempfile::TempDir, PathBuf)>> =
+        std::sync::OnceLock::new();
+    ARCHIVE
+        .get_or_init(|| {
+            let corpus = corpus()?;
+            let dir = tempfile::tempdir().unwrap();
+            let path = ingest_into(dir.path(), vec![corpus]);
+            Some((dir, path))
+        })
+        .as_ref()
+        .map(|(_, p)| p)
+}
+
+/// Diagnostics of an ingest summary as (file name, kind).
+pub fn diagnostic_kinds(summary: &serde_json::Value) -> Vec<(String, String)> {
+    summary["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let file = Path::new(d["file"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            (file, d["kind"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+/// The table names of `quarry tables --format json`.
+pub fn table_names(tables: &serde_json::Value) -> Vec<&str> {
+    tables["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
