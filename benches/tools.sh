@@ -7,6 +7,7 @@
 #   benches/tools.sh pyarrow    a Python with pyarrow (PyPI), to read exports back
 #   benches/tools.sh moto       moto's S3-compatible server (`moto[server]` from PyPI)
 #   benches/tools.sh mcp        a Python with the official MCP SDK (`mcp` from PyPI), as a client
+#   benches/tools.sh dataframes a Python with Polars and chDB (ClickHouse in-process), from PyPI
 #
 # Environment: QUARRY_BENCH_TOOLS (default ${XDG_CACHE_HOME:-~/.cache}/quarry-bench),
 # CCUSAGE_VERSION (default 20.0.24; 20.0.26's native binary is missing from the registry),
@@ -62,8 +63,16 @@ case "${1:-}" in
     venv "$dir" "mcp==$version" "$dir/bin/python" -c "import mcp.client.stdio"
     echo "$dir/bin/python"
     ;;
+  dataframes)
+    polars=${POLARS_VERSION:-2.1.0} chdb=${CHDB_VERSION:-4.4.0}
+    dir=$tools/dataframes-polars-$polars-chdb-$chdb
+    venv "$dir" "polars==$polars" "$dir/bin/python" -c "import polars, chdb"
+    "$dir/bin/python" -c "import chdb" 2>/dev/null \
+      || "$dir/bin/pip" install --quiet --disable-pip-version-check "chdb==$chdb" >&2
+    echo "$dir/bin/python"
+    ;;
   *)
-    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto|mcp" >&2
+    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto|mcp|dataframes" >&2
     exit 2
     ;;
 esac

@@ -394,6 +394,40 @@ fn day_buckets_follow_an_iana_zone() {
     assert!(err.to_string().contains("Europe/Warsaw"), "{err}");
 }
 
+/// SQL's `date_trunc` in a zone (`AT TIME ZONE`) cuts the same days as the language's `time:day`
+/// in `--tz`, across Europe/Warsaw's daylight-saving changes, both by quarry's `date_trunc`.
+#[test]
+fn sql_date_trunc_in_a_zone_cuts_the_languages_days() {
+    let Some(archive) = corpus_archive() else {
+        return;
+    };
+    let mut options = Options::new(archive);
+    options.tz = Some("Europe/Warsaw".into());
+    let engine = Quarry::open(&options).unwrap();
+    let rt = runtime();
+    let language = rt
+        .block_on(engine.query_collect("messages | group by time:day | count", Caps::default()))
+        .unwrap();
+    let sql = rt
+        .block_on(engine.sql_collect(
+            "SELECT date_trunc('day', occurred_at_ms AT TIME ZONE 'Europe/Warsaw') AS d, COUNT(*) \
+             FROM messages GROUP BY 1 ORDER BY 1 NULLS FIRST",
+            Caps::default(),
+        ))
+        .unwrap();
+    let sorted = |batches| {
+        let mut rows: Vec<String> = json_rows(batches)
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect();
+        rows.sort();
+        rows
+    };
+    let language = sorted(&language.batches);
+    assert!(language.len() > 1, "{language:?}");
+    assert_eq!(language, sorted(&sql.batches));
+}
+
 #[test]
 fn full_text_leaves_fold_the_l_stroke_like_the_index() {
     let dir = tempfile::tempdir().unwrap();

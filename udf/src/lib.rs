@@ -1,13 +1,15 @@
 //! Kernels of the functions quarry's query language needs, as plain Rust over slices and strings:
 //! the exact nearest-rank percentile (`pNN`), the literal, case-insensitive,
 //! whitespace-flexible text match of `spec/session-query.md`, and the credential masking of
-//! [`mask`] (`mask_credentials`).
+//! [`mask`] (`mask_credentials`) and time buckets in a zone by integer arithmetic ([`buckets`],
+//! behind `date_trunc`).
 //!
 //! The DataFusion wrappers (an `AggregateUDF` with a `GroupsAccumulator`, a `ScalarUDF`) call
 //! these, so the semantics live in one place and are tested here against brute-force oracles.
 //! They live in [`functions`].
 //! This crate knows nothing about the language or the archive.
 
+pub mod buckets;
 pub mod functions;
 pub mod mask;
 pub mod percentile;

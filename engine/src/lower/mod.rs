@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, TimeUnit};
 use datafusion::common::DataFusionError;
-use datafusion::functions::expr_fn::date_trunc;
 use datafusion::functions_aggregate::expr_fn::{
     avg, count, count_distinct, max, median, min, stddev, sum,
 };
@@ -297,7 +296,7 @@ fn group_expr(
                 col(*column),
                 DataType::Timestamp(TimeUnit::Millisecond, Some(zone.into())),
             );
-            Ok(date_trunc(lit(*bucket), zoned).alias(label.clone()))
+            Ok(quarry_udf::functions::date_trunc(lit(*bucket), zoned).alias(label.clone()))
         }
     }
 }

@@ -1,5 +1,5 @@
-//! The DataFusion functions of quarry (behind the `engine` feature): one file per function, and
-//! here the one list of all of them, so a session registers everything in one call.
+//! The DataFusion functions of quarry: one file per function, and here the one list of all of
+//! them, so a session registers everything in one call.
 //!
 //! | SQL name | kind | file |
 //! |---|---|---|
@@ -7,10 +7,12 @@
 //! | `quarry_text_match(text, pattern)` | scalar | `text_match.rs` |
 //! | `fts_match(column, query)` | scalar (pushdown marker) | `fts.rs` |
 //! | `mask_credentials(text)` | scalar | `mask.rs` |
+//! | `date_trunc(granularity, time)` | scalar, in place of DataFusion's (same answers, time buckets by arithmetic) | `date_trunc.rs` |
 //! | `quarry_member_of(value)` | scalar over a fixed set (never registered by name) | `member.rs` |
 //!
 //! This module knows nothing about the language or the archive.
 
+mod date_trunc;
 mod fts;
 mod mask;
 mod member;
@@ -23,6 +25,7 @@ use std::sync::Arc;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::prelude::SessionContext;
 
+pub use date_trunc::{DATE_TRUNC, DateTrunc, date_trunc, date_trunc_udf};
 pub use fts::{FTS_MATCH, FtsMatch, NOT_PUSHED_DOWN, as_fts_match, fts_match, fts_match_udf};
 pub use mask::{MASK_CREDENTIALS, MaskCredentials, mask_credentials, mask_credentials_udf};
 pub use member::{MEMBER_OF, MemberOf, MemberSet, member_of};
@@ -34,7 +37,12 @@ pub use text_match::{TEXT_MATCH, TextMatch, text_match, text_match_udf};
 
 /// Every scalar function of this crate.
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
-    vec![text_match_udf(), fts_match_udf(), mask_credentials_udf()]
+    vec![
+        text_match_udf(),
+        fts_match_udf(),
+        mask_credentials_udf(),
+        date_trunc_udf(),
+    ]
 }
 
 /// Every aggregate function of this crate.
@@ -54,6 +62,8 @@ pub fn register_all(ctx: &SessionContext) {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use std::collections::HashSet;
 
     use datafusion::logical_expr::registry::FunctionRegistry;
@@ -76,7 +86,8 @@ mod tests {
         for name in scalar.chain(aggregate) {
             assert!(seen.insert(name.clone()), "{name} is registered twice");
         }
-        assert_eq!(seen.len(), 4);
+        // Four of quarry's own, and date_trunc with DataFusion's alias datetrunc.
+        assert_eq!(seen.len(), 6);
     }
 
     #[test]
@@ -86,6 +97,17 @@ mod tests {
             assert!(ctx.udf(name).is_err(), "{name} is a DataFusion built-in");
         }
         assert!(ctx.udaf(PERCENTILE_NEAREST_RANK).is_err());
+    }
+
+    #[test]
+    fn date_trunc_replaces_the_builtin_under_every_name() {
+        let ctx = SessionContext::new();
+        register_all(&ctx);
+        for name in [DATE_TRUNC, "datetrunc"] {
+            let f = ctx.udf(name).unwrap();
+            let inner: &dyn std::any::Any = f.inner().as_ref();
+            assert!(inner.downcast_ref::<DateTrunc>().is_some(), "{name}");
+        }
     }
 
     #[test]
