@@ -228,15 +228,12 @@ fn hms(text: &str) -> i64 {
     sign * seconds
 }
 
-/// A deterministic generator (xorshift64).
-struct Rng(u64);
+/// The crate's deterministic test generator, with a draw from a range.
+struct Rng<F: FnMut() -> u64>(F);
 
-impl Rng {
+impl<F: FnMut() -> u64> Rng<F> {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        (self.0)()
     }
 
     fn between(&mut self, from: i64, to: i64) -> i64 {
@@ -247,7 +244,7 @@ impl Rng {
 /// The instants tested in `zone`: the hours around every change (every quarter hour from three
 /// hours before to three after, and a millisecond either side), random instants of 1900..2100
 /// (so negative epochs), and a few near the epoch.
-fn instants(zone: &str, rng: &mut Rng) -> Vec<i64> {
+fn instants(zone: &str, rng: &mut Rng<impl FnMut() -> u64>) -> Vec<i64> {
     let mut out = Vec::new();
     let changes = zoneinfo_changes(zone).unwrap_or_default();
     for &change in &changes {
@@ -279,7 +276,7 @@ const FIXED: [&str; 3] = ["+00:00", "+05:45", "-03:30"];
 fn every_bucket_in_every_zone_equals_the_oracle_and_the_builtin() {
     let ours = date_trunc_udf();
     let builtin = datafusion::functions::datetime::date_trunc();
-    let mut rng = Rng(0x5eed_2026);
+    let mut rng = Rng(crate::xorshift(0x5eed_2026));
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     for zone in NAMED.iter().chain(FIXED.iter()) {
         if NAMED.contains(zone) && zone != &"UTC" {
@@ -370,7 +367,7 @@ fn every_bucket_in_every_zone_equals_the_oracle_and_the_builtin() {
 fn every_unit_and_no_zone_equal_the_builtin() {
     let ours = date_trunc_udf();
     let builtin = datafusion::functions::datetime::date_trunc();
-    let mut rng = Rng(7);
+    let mut rng = Rng(crate::xorshift(7));
     let seconds: Vec<i64> = (0..2_000)
         .map(|_| rng.between(FROM_MS / 1_000, TO_MS / 1_000))
         .collect();
