@@ -349,7 +349,7 @@ fn tool_call(w: &mut Writer, cwd: &str, long: bool) -> (&'static str, Value, Str
 }
 
 /// Writes one lean Claude Code session, and counts it in the report: 10 to 90 turns of a short
-/// prompt and a one-block text answer (1 to 150 words); a quarter of the turns make a tool call
+/// prompt and a one-block text answer (1 to 150 words of long-tail prose, `words::prose`); a quarter of the turns make a tool call
 /// first (a few lines of output, some failing), and one session in ten delegates one turn to a
 /// subagent (see `Ctx::delegate`).
 pub fn lean_session(w: &mut Writer) -> std::io::Result<()> {
@@ -367,14 +367,14 @@ pub fn lean_session(w: &mut Writer) -> std::io::Result<()> {
     let turns = w.rng.random_range(10..=90);
     let delegated = w.rng.random_bool(0.1).then(|| w.rng.random_range(0..turns));
     for turn in 0..turns {
-        let prompt = w.sentence(3, 20);
+        let prompt = w.prose(3, 20);
         ctx.user_text(w, prompt);
         if delegated == Some(turn) {
             ctx.delegate(w)?;
         } else if w.rng.random_bool(0.25) {
             ctx.tool_step(w, false);
         }
-        let answer = w.sentence(1, 150);
+        let answer = w.prose(1, 150);
         ctx.response(w, vec![json!({"type": "text", "text": answer})]);
     }
     ctx.write(w)

@@ -35,7 +35,9 @@ pub enum Shape {
     #[default]
     Realistic,
     /// Claude Code sessions of many short turns (under 1 KB of transcript per message), for
-    /// archives of tens of millions of messages: text answers, a quarter of the turns with a
+    /// archives of tens of millions of messages: text answers in long-tail prose (half common
+    /// words, half a Zipf-distributed tail of 50,000 pseudo-words, a few planted phrases, so
+    /// searches have rare, medium and common terms), a quarter of the turns with a
     /// short tool call (some failing), 5-minute and 1-hour cache writes, and one session in ten
     /// delegating to a subagent whose responses also stream into the parent's progress records.
     Lean,
@@ -98,6 +100,11 @@ impl Writer {
     /// A sentence of `min..=max` words.
     pub fn sentence(&mut self, min: usize, max: usize) -> String {
         words::sentence(&mut self.rng, min, max)
+    }
+
+    /// A sentence of `min..=max` words of the lean shape's long-tail prose.
+    pub fn prose(&mut self, min: usize, max: usize) -> String {
+        words::prose(&mut self.rng, min, max)
     }
 
     /// Writes JSON lines to `path` (folders created) and counts them in the report.
