@@ -216,6 +216,9 @@ pub enum Command {
         #[arg(allow_hyphen_values = true, required = true)]
         sql: Vec<String>,
     },
+    /// Ranked full-text search: sessions by their best-matching message (BM25 over the rows
+    /// your scope sees), with highlighted snippets and a cursor for the next page.
+    Search(SearchArgs),
     /// Serve the HTTP API: both languages over the archive, each bearer token under its scope,
     /// every query audited; stops on SIGINT/SIGTERM after running queries finish.
     Serve(ServeArgs),
@@ -313,6 +316,37 @@ pub struct IngestArgs {
     /// Refresh the columnar snapshot afterwards (only the partitions the ingest changed).
     #[arg(long)]
     pub refresh_snapshot: bool,
+}
+
+/// `quarry search`'s arguments.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// What to find: words (all must occur), `prefix*`, "quoted phrases", AND / OR / NOT in
+    /// capitals, parentheses; always searched as text, e.g. 'flaky login test' or
+    /// '"null pointer" NOT test'.
+    #[arg(required = true)]
+    pub text: Vec<String>,
+    /// The retrieval lane: auto (dialogue), dialogue (prose and thinking of user and assistant
+    /// messages) or actions (tool calls and their output).
+    #[arg(long = "retrieval-lane", visible_alias = "lane", value_name = "LANE",
+          value_parser = ["auto", "dialogue", "actions", "hybrid", "semantic"])]
+    pub lane: Option<String>,
+    /// Only sessions this predicate of the query language admits, applied before ranking,
+    /// e.g. 'repo:quarry since:2026-11-01' or 'origin:codex'.
+    #[arg(long = "where", value_name = "PREDICATE", allow_hyphen_values = true)]
+    pub filter: Option<String>,
+    /// Rank the messages of this one session instead of sessions.
+    #[arg(long, value_name = "SESSION_ID")]
+    pub session: Option<String>,
+    /// Hits per page (1 to 1000; default 20).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub page_size: Option<u16>,
+    /// Skip this many hits (best effort; --cursor is the stable way to the next page).
+    #[arg(long, value_name = "N")]
+    pub page_offset: Option<u64>,
+    /// The previous page's `next_cursor`, passed back unchanged.
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<String>,
 }
 
 /// `quarry explain`'s arguments.

@@ -15,6 +15,7 @@ mod numbers;
 mod prices;
 mod query;
 mod report;
+mod search;
 mod serve;
 mod storage;
 mod tables;
@@ -174,6 +175,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
             query::run_query(&query.join(" "), &cli, quarry::Language::Query)
         }
         Command::Sql { sql } => query::run_query(&sql.join(" "), &cli, quarry::Language::Sql),
+        Command::Search(args) => search::run_search(&cli, args),
         Command::Audit => audit::run_audit(&cli),
         Command::Serve(args) => serve::run_serve(&cli, args),
         Command::Mcp(args) => serve::run_mcp(&cli, args),

@@ -16,6 +16,7 @@ mod ingest_corpus;
 mod oracle;
 mod plans;
 mod scale;
+mod search;
 mod server;
 mod service;
 mod snapshot;

@@ -57,7 +57,7 @@ sessions = "-git_branch:feat/none"
     Some(archive)
 }
 
-fn open_as(archive: &Path, scope: &str) -> Quarry {
+pub(crate) fn open_as(archive: &Path, scope: &str) -> Quarry {
     let mut options = Options::new(archive);
     options.tz = Some("UTC".into());
     options.scope = quarry::scope::resolve(scope, &archive.with_file_name("scopes.toml")).unwrap();
@@ -483,6 +483,23 @@ fn a_reader_scope_reaches_no_other_session() {
 }
 
 /// A Claude Code session whose tool call and output hold credentials.
+/// An archive in `dir` of the secret session, owned by alice, with her scope: the archive, the
+/// API key and the bearer token it holds.
+pub(crate) fn secret_archive(dir: &Path) -> (PathBuf, String, String) {
+    // Split so no scanner mistakes the fixture for a leaked key.
+    let api_key = format!("sk-proj-{}", "Zx81kQ2vLm0pR7tY4wB9nC3dF6gH1jK5");
+    let bearer = format!("{}{}", "eyQ9c2VjcmV0LXRva2Vu", "4f7a9b2c");
+    let transcript = secret_session(dir, &api_key, &bearer);
+    let archive = dir.join("archive.db");
+    ingest_with(&archive, &["--owner", "alice"], &[&transcript]);
+    std::fs::write(
+        dir.join("scopes.toml"),
+        "[scope.alice]\nowner = \"alice\"\n",
+    )
+    .unwrap();
+    (archive, api_key, bearer)
+}
+
 fn secret_session(dir: &Path, api_key: &str, bearer: &str) -> PathBuf {
     let path = dir.join("secret.jsonl");
     let line = |v: Value| serde_json::to_string(&v).unwrap();
@@ -531,17 +548,7 @@ fn secret_session(dir: &Path, api_key: &str, bearer: &str) -> PathBuf {
 #[test]
 fn credentials_are_masked_for_a_reader_and_raw_for_admin() {
     let dir = tempfile::tempdir().unwrap();
-    // Split so no scanner mistakes the fixture for a leaked key.
-    let api_key = format!("sk-proj-{}", "Zx81kQ2vLm0pR7tY4wB9nC3dF6gH1jK5");
-    let bearer = format!("{}{}", "eyQ9c2VjcmV0LXRva2Vu", "4f7a9b2c");
-    let transcript = secret_session(dir.path(), &api_key, &bearer);
-    let archive = dir.path().join("archive.db");
-    ingest_with(&archive, &["--owner", "alice"], &[&transcript]);
-    std::fs::write(
-        dir.path().join("scopes.toml"),
-        "[scope.alice]\nowner = \"alice\"\n",
-    )
-    .unwrap();
+    let (archive, api_key, bearer) = secret_archive(dir.path());
     let admin = open_as(&archive, "admin");
     let reader = open_as(&archive, "alice");
     let all = |q: &Quarry, query: &str, sql_mode: bool| {
@@ -927,16 +934,7 @@ fn the_default_owner_comes_from_the_user_database_without_user_set() {
 #[test]
 fn a_readers_search_of_masked_text_keeps_what_it_sees_and_finds_no_secret() {
     let dir = tempfile::tempdir().unwrap();
-    let api_key = format!("sk-proj-{}", "Zx81kQ2vLm0pR7tY4wB9nC3dF6gH1jK5");
-    let bearer = format!("{}{}", "eyQ9c2VjcmV0LXRva2Vu", "4f7a9b2c");
-    let transcript = secret_session(dir.path(), &api_key, &bearer);
-    let archive = dir.path().join("archive.db");
-    ingest_with(&archive, &["--owner", "alice"], &[&transcript]);
-    std::fs::write(
-        dir.path().join("scopes.toml"),
-        "[scope.alice]\nowner = \"alice\"\n",
-    )
-    .unwrap();
+    let (archive, api_key, _) = secret_archive(dir.path());
     let admin = open_as(&archive, "admin");
     let reader = open_as(&archive, "alice");
     let piece = &api_key[8..16];

@@ -108,6 +108,15 @@ impl Quarry {
         self.query(query, caps).await?.collect().await
     }
 
+    /// Runs a ranked full-text search (see [`crate::search`]) in a session of the options'
+    /// scope and caller.
+    pub async fn search(
+        &self,
+        request: &crate::search::SearchRequest,
+    ) -> Result<crate::search::SearchEnvelope, Error> {
+        crate::search::search(&self.default_session().await?, request).await
+    }
+
     /// Runs one read-only SQL query over the same catalog (the scope's), checked by its type
     /// before planning: anything but a single query is [`Error::SqlRefused`]. Its rows stream
     /// as they are computed, subject only to the caller's `caps`.

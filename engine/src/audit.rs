@@ -114,6 +114,8 @@ pub enum Language {
     Sql,
     /// Whole tables written out (`quarry export`).
     Export,
+    /// A ranked full-text search (`quarry search`, `/api/search`, MCP `search`).
+    Search,
 }
 
 impl Language {
@@ -122,6 +124,7 @@ impl Language {
             Language::Query => "query",
             Language::Sql => "sql",
             Language::Export => "export",
+            Language::Search => "search",
         }
     }
 }

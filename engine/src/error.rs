@@ -139,6 +139,10 @@ pub enum Error {
     /// A retrieval lane the archive does not have.
     #[error("lane unavailable: `{0}` names a retrieval lane this archive does not have")]
     LaneUnavailable(String),
+    /// A search cursor that is not one of this request's (another text, lane, filter, page
+    /// size, session or scope), or not a cursor at all.
+    #[error("invalid cursor: {0}")]
+    InvalidCursor(String),
     /// A query the engine cannot plan.
     #[error("cannot plan the query: {0}")]
     Unplannable(String),
@@ -339,6 +343,7 @@ impl Error {
             Error::Query(_) => "invalid_query",
             Error::EmbeddingsUnavailable => "embeddings_unavailable",
             Error::LaneUnavailable(_) => "lane_unavailable",
+            Error::InvalidCursor(_) => "invalid_cursor",
             Error::Unplannable(_) => "unplannable",
             Error::Setting(_) => "invalid_setting",
             Error::BadRequest(_) => "bad_request",
@@ -382,6 +387,7 @@ impl Error {
             Error::SqlRefused { .. } => ErrorClass::Usage,
             Error::Scope(_) | Error::AdminOnly(_) => ErrorClass::Forbidden,
             Error::Unauthorized(_) => ErrorClass::Unauthorized,
+            Error::InvalidCursor(_) => ErrorClass::Conflict,
             Error::NotFound(_) => ErrorClass::NotFound,
             Error::BodyTooLarge { .. } => ErrorClass::TooLarge,
             Error::Timeout(_) => ErrorClass::Timeout,

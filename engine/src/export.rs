@@ -170,13 +170,7 @@ async fn write_tables(
         )
         .and_then(|b| b.build())
         .map_err(engine_error)?;
-        let written = ctx
-            .execute_logical_plan(plan)
-            .await
-            .map_err(engine_error)?
-            .collect()
-            .await
-            .map_err(engine_error)?;
+        let written = session.collect_plan(plan).await?;
         let rows = written
             .first()
             .and_then(|b| {

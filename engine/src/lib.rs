@@ -30,6 +30,7 @@ pub mod prices;
 pub mod report;
 pub mod request;
 pub mod scope;
+pub mod search;
 
 pub use answer::{
     Attachment, CatalogColumn, CatalogTable, Completion, LogicalPlans, QueryResult, QueryStream,

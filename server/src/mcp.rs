@@ -69,6 +69,28 @@ pub struct QueryUnitsArgs {
     pub limit: Option<usize>,
 }
 
+/// `search`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchArgs {
+    /// What to find, searched as text: words (all must occur), `prefix*`, "quoted phrases",
+    /// AND / OR / NOT in capitals, e.g. `flaky login test` or `"null pointer" NOT test`.
+    pub query: String,
+    /// `auto` (default, the dialogue lane), `dialogue` (prose and thinking of user and
+    /// assistant messages) or `actions` (tool calls, commands, paths and their output).
+    pub retrieval_lane: Option<String>,
+    /// Only sessions this predicate of the query language admits, applied before ranking,
+    /// e.g. `repo:quarry since:2026-11-01`.
+    pub r#where: Option<String>,
+    /// Rank the messages of this one session instead of sessions.
+    pub session: Option<String>,
+    /// Hits per page (default 20, at most 1000).
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// The previous page's `next_cursor`, passed back unchanged to get the next page (the
+    /// walk stays stable while new sessions are ingested).
+    pub cursor: Option<String>,
+}
+
 /// `sql_query`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SqlQueryArgs {
@@ -142,6 +164,7 @@ impl McpServer {
         let offered: &[&str] = match mode {
             Mode::Open(_) => &[
                 "query_units",
+                "search",
                 "sql_query",
                 "explain",
                 "list_tables",
@@ -195,6 +218,38 @@ impl McpServer {
         Ok(self
             .run(Language::Query, &args.expression, args.limit)
             .await)
+    }
+
+    /// Ranked full-text search over the sessions: "find the session where I fixed the flaky
+    /// login test". Returns sessions best first (BM25 over the rows this scope sees), each
+    /// with its best-matching message, a highlighted snippet, score and rank; `total` counts
+    /// every matching session; pass `next_cursor` back as `cursor` for the next page (absent
+    /// on the last).
+    #[tool(annotations(read_only_hint = true))]
+    async fn search(
+        &self,
+        Parameters(args): Parameters<SearchArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = quarry::search::SearchRequest {
+            text: args.query,
+            lane: args.retrieval_lane,
+            filter: args.r#where,
+            session: args.session,
+            page_size: args.limit,
+            offset: None,
+            cursor: args.cursor,
+        };
+        Ok(
+            match self.service.search(&self.asker, &request, None).await {
+                Ok(envelope) => {
+                    let text = quarry::search::render_text(&envelope);
+                    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                    result.structured_content = serde_json::to_value(&envelope).ok();
+                    result
+                }
+                Err(e) => tool_error(&e, Some(&request.text)),
+            },
+        )
     }
 
     /// Run one read-only SQL query over the same tables (list_tables shows them and their

@@ -129,33 +129,8 @@ impl Service {
     /// Runs `request` for `asker` (see the module docs). A failure before the query started
     /// is recorded as a refused request; one after, by the engine, as the query's outcome.
     pub async fn answer(&self, asker: &Asker, request: Request) -> Result<Answer, Error> {
-        let started = Instant::now();
         let deadline = self.deadline(request.timeout);
-        let opened = async {
-            let slot = tokio::time::timeout_at(deadline.at, self.slots.clone().acquire_owned())
-                .await
-                .map_err(|_| Error::Busy(deadline.limit))?
-                .map_err(|_| Error::Internal("the query slots were closed".into()))?;
-            let session = tokio::time::timeout_at(deadline.at, self.session(asker))
-                .await
-                .map_err(|_| Error::Timeout(deadline.limit))??;
-            Ok((slot, session))
-        }
-        .await;
-        let (slot, session) = match opened {
-            Ok(opened) => opened,
-            Err(e) => {
-                self.record(
-                    asker,
-                    RequestKind::Refused,
-                    "query",
-                    Some(&request.text),
-                    started,
-                    Some(&e),
-                );
-                return Err(e);
-            }
-        };
+        let (slot, session) = self.open(asker, deadline, "query", &request.text).await?;
         let stream = session.run_by(&request, Some(deadline)).await?;
         Ok(Answer {
             stream,
@@ -172,6 +147,56 @@ impl Service {
         request.caps.limit = Some(self.buffered_cap(request.caps.limit));
         let answer = self.answer(asker, request).await?;
         answer.stream.collect().await
+    }
+
+    /// Runs a ranked search for `asker` within the server's time limit (`timeout` if shorter),
+    /// holding a query slot as a query does. The engine audits it; a failure before it
+    /// started is recorded as a refused request.
+    pub async fn search(
+        &self,
+        asker: &Asker,
+        request: &quarry::search::SearchRequest,
+        timeout: Option<Duration>,
+    ) -> Result<quarry::search::SearchEnvelope, Error> {
+        let deadline = self.deadline(timeout);
+        let (_slot, session) = self.open(asker, deadline, "search", &request.text).await?;
+        tokio::time::timeout_at(deadline.at, quarry::search::search(&session, request))
+            .await
+            .unwrap_or(Err(Error::Timeout(deadline.limit)))
+    }
+
+    /// A query slot and a session under `asker`'s scope, both within `deadline`; a failure is
+    /// recorded as a refused request of `kind` about `text`.
+    async fn open(
+        &self,
+        asker: &Asker,
+        deadline: Deadline,
+        kind: &str,
+        text: &str,
+    ) -> Result<(OwnedSemaphorePermit, Session), Error> {
+        let started = Instant::now();
+        let opened = async {
+            let slot = tokio::time::timeout_at(deadline.at, self.slots.clone().acquire_owned())
+                .await
+                .map_err(|_| Error::Busy(deadline.limit))?
+                .map_err(|_| Error::Internal("the query slots were closed".into()))?;
+            let session = tokio::time::timeout_at(deadline.at, self.session(asker))
+                .await
+                .map_err(|_| Error::Timeout(deadline.limit))??;
+            Ok((slot, session))
+        }
+        .await;
+        if let Err(e) = &opened {
+            self.record(
+                asker,
+                RequestKind::Refused,
+                kind,
+                Some(text),
+                started,
+                Some(e),
+            );
+        }
+        opened
     }
 
     /// A session under `asker`'s scope.

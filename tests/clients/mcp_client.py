@@ -20,7 +20,7 @@ import sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-OPEN_TOOLS = {"query_units", "sql_query", "explain", "list_tables", "query_completions"}
+OPEN_TOOLS = {"query_units", "search", "sql_query", "explain", "list_tables", "query_completions"}
 PINNED_TOOLS = {"conversation_recent_turns", "conversation_list_tool_calls", "query_completions"}
 
 
@@ -108,6 +108,45 @@ async def open_server(args, db):
                   "DDL is refused as a tool error")
             result = await session.call_tool("sql_query", {"sql": "SELECT payload FROM events_raw"})
             check(result.is_error, "events_raw is not in a reader's catalog")
+
+            # A ranked search paged to its end with cursors: every page's sessions are the
+            # reader's and match in SQLite's own index, none repeats, and the walk equals the
+            # one-page answer.
+            matching = {r[0] for r in db.execute(
+                """SELECT DISTINCT b.session_id FROM blocks_fts JOIN blocks b ON b.rowid = blocks_fts.rowid
+                   JOIN messages m ON m.message_id = b.message_id AND m.session_id = b.session_id
+                   JOIN sessions s ON s.session_id = b.session_id
+                   WHERE blocks_fts MATCH 'test' AND b.type IN ('text', 'thinking')
+                     AND m.role IN ('user', 'assistant') AND NOT m.hidden AND s.owner = ?""", (owner,))}
+            walked, cursor, pages, first_cursor = [], None, 0, None
+            while True:
+                call = {"query": "test", "limit": 3}
+                if cursor:
+                    call["cursor"] = cursor
+                result = await session.call_tool("search", call)
+                check(not result.is_error, f"search page {pages + 1} answers: {text_of(result)[:300]}")
+                envelope = result.structured_content
+                walked += [h["session"]["session_id"] for h in envelope["hits"]]
+                pages += 1
+                cursor = envelope.get("next_cursor")
+                first_cursor = first_cursor or cursor
+                if not cursor:
+                    break
+                check(pages < 1000, "the walk ends")
+            check(len(walked) == len(set(walked)) == envelope["total"],
+                  f"the walk of {pages} pages returns each of the {envelope['total']} sessions once")
+            check(set(walked) <= matching and len(walked) > 0,
+                  f"every session found is the reader's and matches in SQLite ({len(walked)} of {len(matching)})")
+            result = await session.call_tool("search", {"query": "test", "limit": 1000})
+            whole = [h["session"]["session_id"] for h in result.structured_content["hits"]]
+            check(whole == walked, "the paged walk equals the one-page ranking")
+            check(first_cursor is not None, "the search has more than one page")
+            result = await session.call_tool("search", {"query": "error", "limit": 3, "cursor": first_cursor})
+            check(result.is_error and result.structured_content["code"] == "invalid_cursor",
+                  "another search's cursor is refused")
+            result = await session.call_tool("search", {"query": "test", "retrieval_lane": "semantic"})
+            check(result.is_error and result.structured_content["code"] == "lane_unavailable",
+                  "the semantic lane is a typed unavailability, not a fallback")
 
             result = await session.call_tool("explain", {"expression": "messages | group by role | count"})
             check(not result.is_error and result.structured_content["unit_source"] == "messages",

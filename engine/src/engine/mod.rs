@@ -15,6 +15,7 @@
 
 mod cost;
 mod count;
+mod memo;
 mod scope;
 pub mod source;
 mod sql;
@@ -36,6 +37,7 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use self::count::{CountRows, QuarryQueryPlanner};
+pub(crate) use self::view::read_only;
 use self::view::{Catalog, Stamp, View, Watch};
 use crate::answer::{Attached, LogicalPlans, QueryStream, ResultMeta, RowCounter, Source};
 use crate::audit::{AuditLog, Caller, Language, Outcome, Ticket};
@@ -87,6 +89,8 @@ pub struct Engine {
     /// The storage of the catalog last opened (readable without waiting for a refresh).
     source: std::sync::Mutex<Option<Source>>,
     readers: tokio::sync::Mutex<scope::Readers>,
+    /// Values derived per generation (search statistics, ...).
+    memo: memo::Memo,
 }
 
 /// The catalog of the generation last seen.
@@ -149,6 +153,7 @@ impl Engine {
             catalog: tokio::sync::Mutex::new(Current::default()),
             source: std::sync::Mutex::new(None),
             readers: tokio::sync::Mutex::new(scope::Readers::default()),
+            memo: memo::Memo::default(),
         })
     }
 
@@ -161,6 +166,16 @@ impl Engine {
     /// The audit trail of this archive.
     pub fn audit(&self) -> &AuditLog {
         &self.audit
+    }
+
+    /// Values derived from the archive per generation.
+    pub(crate) fn memo(&self) -> &memo::Memo {
+        &self.memo
+    }
+
+    /// The messages no reader sees, as of the last reader view built (`None` before one).
+    pub(crate) async fn hidden_messages(&self) -> Option<Arc<quarry_udf::functions::MemberSet>> {
+        self.readers.lock().await.hidden()
     }
 
     /// The archive file.
@@ -445,6 +460,64 @@ impl Session {
                 plans: Vec::new(),
             },
         })
+    }
+
+    /// The ids of the sessions the scope sees that `filter` (session clauses of the query
+    /// language's compact form; `None`: every one) admits. Not audited: a part of a request that is.
+    pub(crate) async fn session_ids(
+        &self,
+        filter: Option<&str>,
+    ) -> Result<std::collections::HashSet<String>, Error> {
+        let query = match filter {
+            // The compact form: clauses side by side mean AND (`repo:acme since:7d`).
+            Some(filter) => format!("{filter} | select session_id"),
+            None => "sessions | select session_id".to_string(),
+        };
+        let planned = self.plan(&query).await?;
+        let batches = self.collect_plan(planned.plan).await?;
+        let mut ids = std::collections::HashSet::new();
+        for batch in batches {
+            let column = datafusion::arrow::compute::cast(
+                batch.column(0),
+                &datafusion::arrow::datatypes::DataType::Utf8,
+            )
+            .map_err(|e| engine_error(e.into()))?;
+            let strings = datafusion::arrow::array::AsArray::as_string::<i32>(&column);
+            ids.extend(strings.iter().flatten().map(str::to_string));
+        }
+        Ok(ids)
+    }
+
+    /// Every batch of `plan`, run in the session's context with no caps (a part of a request
+    /// the caller audits).
+    pub(crate) async fn collect_plan(
+        &self,
+        plan: LogicalPlan,
+    ) -> Result<Vec<datafusion::arrow::record_batch::RecordBatch>, Error> {
+        self.ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(engine_error)?
+            .collect()
+            .await
+            .map_err(engine_error)
+    }
+
+    /// Whether the archive holds session `id` (for the admin scope, which sees every one).
+    pub(crate) async fn session_exists(&self, id: &str) -> Result<bool, Error> {
+        let archive = self.engine.path().to_path_buf();
+        let id = id.to_string();
+        blocking(move || {
+            let conn = read_only(&archive).map_err(|e| Error::archive(&archive, e))?;
+            conn.query_row(
+                "SELECT count(*) FROM sessions WHERE session_id = ?1",
+                [&id],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(|e| Error::archive(&archive, e))
+        })
+        .await
     }
 
     /// The rows of `plan` under `caps`, as DataFusion streams them.

@@ -124,6 +124,11 @@ impl Readers {
         Ok(view)
     }
 
+    /// The archive's hidden messages as of the last view built (`None` before one).
+    pub fn hidden(&self) -> Option<Arc<MemberSet>> {
+        self.hidden.as_ref().map(|h| h.all.clone())
+    }
+
     /// Keeps at most [`KEPT_SCOPES`] scope definitions.
     fn forget_unused(&mut self) {
         while self.scopes.len() > KEPT_SCOPES {

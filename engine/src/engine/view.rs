@@ -200,7 +200,7 @@ impl SchemaProvider for ReadOnlySchema {
 }
 
 /// The archive opened read-only for one blocking read.
-pub(super) fn read_only(archive: &Path) -> rusqlite::Result<Connection> {
+pub(crate) fn read_only(archive: &Path) -> rusqlite::Result<Connection> {
     Connection::open_with_flags(
         archive,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,

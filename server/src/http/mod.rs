@@ -187,6 +187,7 @@ fn router(app: Arc<App>, max_body: usize) -> Router {
     let api = Router::new()
         .route("/api/query", axum::routing::post(sql_query))
         .route("/api/query-units", get(units_get).post(units_post))
+        .route("/api/search", get(search_get).post(search_post))
         .route("/api/explain", get(explain))
         .route("/api/tables", get(tables))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -288,6 +289,18 @@ impl App {
         answered.unwrap_or_else(|e| error_response(&e, Some(&text)))
     }
 
+    /// Answers a search with its envelope (JSON).
+    async fn search(&self, asker: &Asker, params: SearchParams) -> Response {
+        let (request, timeout) = params.request();
+        match self.service.search(asker, &request, timeout).await {
+            Ok(envelope) => match serde_json::to_string(&envelope) {
+                Ok(body) => json_response(body),
+                Err(e) => error_response(&Error::Internal(e.to_string()), None),
+            },
+            Err(e) => error_response(&e, Some(&request.text)),
+        }
+    }
+
     /// Records a request of `asker` refused before its query (a body that is not what the
     /// endpoint takes) and answers with the error.
     fn refuse(&self, asker: &Asker, target: &str, e: Error) -> Response {
@@ -333,6 +346,39 @@ struct UnitsParams {
 impl From<UnitsParams> for Ask {
     fn from(p: UnitsParams) -> Self {
         ask(Ask::query(p.expression), p.limit, p.offset, p.timeout_ms)
+    }
+}
+
+/// `/api/search`'s parameters (the query string of a GET, the JSON body of a POST).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchParams {
+    /// The search text.
+    q: String,
+    retrieval_lane: Option<String>,
+    /// A predicate over sessions in the query language.
+    r#where: Option<String>,
+    session: Option<String>,
+    limit: Option<usize>,
+    offset: Option<u64>,
+    cursor: Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+impl SearchParams {
+    fn request(self) -> (quarry::search::SearchRequest, Option<Duration>) {
+        (
+            quarry::search::SearchRequest {
+                text: self.q,
+                lane: self.retrieval_lane,
+                filter: self.r#where,
+                session: self.session,
+                page_size: self.limit,
+                offset: self.offset,
+                cursor: self.cursor,
+            },
+            self.timeout_ms.map(Duration::from_millis),
+        )
     }
 }
 
@@ -389,7 +435,7 @@ async fn not_found(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
 ) -> Response {
     let e = Error::NotFound(
-        "no such endpoint: see /api/query, /api/query-units, /api/explain, /api/tables, /healthz"
+        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/explain, /api/tables, /healthz"
             .into(),
     );
     app.service
@@ -409,6 +455,28 @@ async fn sql_query(
             app.answer(&asker, request, &headers, Format::SqlJson).await
         }
         Err(e) => app.refuse(&asker, "POST /api/query", e),
+    }
+}
+
+async fn search_get(
+    State(app): State<Arc<App>>,
+    Extension(asker): Extension<Asker>,
+    query: Result<Query<SearchParams>, QueryRejection>,
+) -> Response {
+    match params(query) {
+        Ok(p) => app.search(&asker, p).await,
+        Err(e) => app.refuse(&asker, "GET /api/search", e),
+    }
+}
+
+async fn search_post(
+    State(app): State<Arc<App>>,
+    Extension(asker): Extension<Asker>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    match json_body::<SearchParams>(body, app.service.limits().max_body) {
+        Ok(p) => app.search(&asker, p).await,
+        Err(e) => app.refuse(&asker, "POST /api/search", e),
     }
 }
 

@@ -1,0 +1,83 @@
+//! Values derived from the archive as of one generation (a reader's search statistics, the
+//! messages no search lane ranks, ...), kept until the generation moves: a value is computed
+//! at most once per key and generation, and a lookup at a newer generation recomputes it.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::error::Error;
+
+/// At most this many keys are kept; the oldest generation's go first.
+const KEPT: usize = 256;
+
+type Kept = (i64, Arc<dyn Any + Send + Sync>);
+
+/// The memo (one per engine).
+#[derive(Default)]
+pub struct Memo {
+    values: Mutex<HashMap<String, Kept>>,
+}
+
+impl Memo {
+    /// The value of `key` at `generation`: the kept one, or `compute()`'s (then kept). Two
+    /// callers racing on a missing value may both compute it; either result is kept.
+    pub fn get<T: Any + Send + Sync>(
+        &self,
+        key: &str,
+        generation: i64,
+        compute: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<Arc<T>, Error> {
+        if let Some(value) = self.kept::<T>(key, generation) {
+            return Ok(value);
+        }
+        let value = Arc::new(compute()?);
+        let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        if values.len() >= KEPT {
+            let oldest = values.values().map(|(g, _)| *g).min().unwrap_or(generation);
+            values.retain(|_, (g, _)| *g > oldest);
+            if values.len() >= KEPT {
+                values.clear();
+            }
+        }
+        values.insert(key.to_string(), (generation, value.clone()));
+        Ok(value)
+    }
+
+    fn kept<T: Any + Send + Sync>(&self, key: &str, generation: i64) -> Option<Arc<T>> {
+        let values = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        let (kept_at, value) = values.get(key)?;
+        if *kept_at != generation {
+            return None;
+        }
+        value.clone().downcast::<T>().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_value_is_computed_once_per_generation() {
+        let memo = Memo::default();
+        let mut calls = 0;
+        for _ in 0..3 {
+            let v = memo
+                .get("k", 1, || {
+                    calls += 1;
+                    Ok(7u32)
+                })
+                .unwrap();
+            assert_eq!(*v, 7);
+        }
+        assert_eq!(calls, 1);
+        // A newer generation computes it again, and the older one is gone.
+        let v = memo.get("k", 2, || Ok(8u32)).unwrap();
+        assert_eq!(*v, 8);
+        let v = memo.get("k", 1, || Ok(9u32)).unwrap();
+        assert_eq!(*v, 9);
+    }
+}

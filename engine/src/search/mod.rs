@@ -1,0 +1,459 @@
+//! Ranked full-text search: "find the session where I fixed the flaky login test".
+//!
+//! A search text ([`text`]) is matched against the archive's one FTS5 index, `blocks_fts`, in a
+//! lane ([`rank::Lane`]): `dialogue` ranks text and thinking blocks of user and assistant
+//! messages, `actions` tool-use and tool-result blocks (`auto` is `dialogue`; `hybrid` and
+//! `semantic` need embeddings, which the archive does not have: a typed error, never a silent
+//! fallback). Each matching block gets FTS5's BM25 ([`bm25`]) computed over the caller's rows
+//! only, so a reader's scores reveal nothing of sessions it cannot see (the admin scope's equal
+//! FTS5's `bm25()`); sessions are ranked by their best block (score, then session id), or, with
+//! a session named, that session's messages by their best block (score, then position).
+//!
+//! Pages are walked with self-contained cursors ([`cursor`]) that pin the generation, the rows
+//! and the statistics of the first page, so a walk equals the unpaged ranking at that
+//! generation however much is ingested meanwhile; the answer is a [`SearchEnvelope`].
+//! Filters (a predicate over sessions in the query language) and the scope narrow the rows
+//! before anything is ranked or counted; every search is audited.
+
+pub mod bm25;
+pub mod cursor;
+pub mod envelope;
+pub mod rank;
+pub mod text;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use crate::audit::{Language, Outcome};
+use crate::engine::{Session, blocking};
+use crate::error::Error;
+use crate::scope::Scope;
+pub use cursor::Cursor;
+pub use envelope::{Match, MissDiagnostics, SearchEnvelope, SearchHit, render_text};
+use envelope::{RANKING_POLICY, RANKING_POLICY_VERSION};
+use rank::{Lane, Narrowing, Ranked, Universe};
+
+/// The page size when none is asked for.
+pub const DEFAULT_PAGE_SIZE: usize = 20;
+/// The largest page.
+pub const MAX_PAGE_SIZE: usize = 1000;
+
+/// One search request.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    /// The search text (words, `prefix*`, `"phrases"`, `AND`/`OR`/`NOT`), always data.
+    pub text: String,
+    /// The lane: `auto` (default), `dialogue`, `actions`; `hybrid`/`semantic` are refused.
+    pub lane: Option<String>,
+    /// A predicate over sessions in the query language (`repo:quarry since:2026-01`), applied
+    /// before ranking.
+    pub filter: Option<String>,
+    /// Rank the messages of this session instead of sessions.
+    pub session: Option<String>,
+    /// Hits per page (default [`DEFAULT_PAGE_SIZE`], at most [`MAX_PAGE_SIZE`]).
+    pub page_size: Option<usize>,
+    /// Hits to skip (best effort; a cursor is the stable way on).
+    pub offset: Option<u64>,
+    /// The previous page's `next_cursor`.
+    pub cursor: Option<String>,
+}
+
+/// The lane a request names.
+pub fn lane(name: Option<&str>) -> Result<Lane, Error> {
+    match name.unwrap_or("auto") {
+        "auto" | "dialogue" => Ok(Lane::Dialogue),
+        "actions" => Ok(Lane::Actions),
+        "hybrid" | "semantic" => Err(Error::LaneUnavailable(name.unwrap_or_default().into())),
+        other => Err(Error::BadRequest(format!(
+            "unknown retrieval lane `{other}`: use auto, dialogue or actions"
+        ))),
+    }
+}
+
+/// Runs `request` in `session` (its scope applies before anything is ranked), audited.
+pub async fn search(session: &Session, request: &SearchRequest) -> Result<SearchEnvelope, Error> {
+    let mut ticket = session.intend(Language::Search, &audit_text(request))?;
+    let result = run(session, request).await;
+    let message = result.as_ref().err().map(ToString::to_string);
+    let outcome = match (&result, &message) {
+        (Ok(envelope), _) => Outcome::Ok {
+            rows: envelope.hits.len(),
+            truncated: false,
+        },
+        (Err(_), message) => Outcome::Error(message.as_deref().unwrap_or_default()),
+    };
+    ticket.finish(outcome).map_err(Error::Audit)?;
+    result
+}
+
+/// What the audit trail records of a request.
+fn audit_text(request: &SearchRequest) -> String {
+    let mut text = format!("search {}", request.text);
+    for (name, value) in [
+        ("lane", &request.lane),
+        ("where", &request.filter),
+        ("session", &request.session),
+    ] {
+        if let Some(value) = value {
+            text.push_str(&format!(" --{name} {value}"));
+        }
+    }
+    text
+}
+
+async fn run(session: &Session, request: &SearchRequest) -> Result<SearchEnvelope, Error> {
+    let lane = lane(request.lane.as_deref())?;
+    let search = text::parse(&request.text).map_err(|e| Error::BadRequest(e.to_string()))?;
+    let page_size = request.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+    if page_size == 0 || page_size > MAX_PAGE_SIZE {
+        return Err(Error::BadRequest(format!(
+            "page size {page_size} is out of range: ask for 1 to {MAX_PAGE_SIZE} hits per page"
+        )));
+    }
+    let filter = request
+        .filter
+        .as_deref()
+        .map(str::trim)
+        .filter(|f| !f.is_empty());
+    let scope = session.scope().clone();
+    let digest = cursor::digest(&[
+        "search",
+        &RANKING_POLICY_VERSION.to_string(),
+        lane.name(),
+        &search.normalized,
+        filter.unwrap_or(""),
+        &page_size.to_string(),
+        &scope_identity(&scope),
+        request.session.as_deref().unwrap_or(""),
+    ]);
+    let cursor = match &request.cursor {
+        Some(token) => Some(checked_cursor(token, lane, &digest)?),
+        None => None,
+    };
+    // The scope's sessions and the filter's, decided by the engine before any ranking.
+    let scope_sessions = match &scope {
+        Scope::Admin => None,
+        Scope::Reader(_) => Some(session.session_ids(None).await?),
+    };
+    let candidates = match filter {
+        Some(filter) => Some(session.session_ids(Some(filter)).await?),
+        None => None,
+    };
+    if let Some(id) = &request.session {
+        let visible = match &scope_sessions {
+            Some(sessions) => sessions.contains(id),
+            None => session.session_exists(id).await?,
+        };
+        if !visible {
+            return Err(Error::NotFound(format!("no session `{id}` in this scope")));
+        }
+    }
+    let hidden = match &scope {
+        Scope::Admin => None,
+        Scope::Reader(_) => session.engine().hidden_messages().await,
+    };
+    let job = Job {
+        archive: session.engine().path().to_path_buf(),
+        scope_key: scope_identity(&scope),
+        engine: session.engine().clone(),
+        guard: !scope.is_admin(),
+        lane,
+        search,
+        scope_sessions,
+        candidates,
+        hidden,
+        within: request.session.clone(),
+        page_size,
+        offset: request.offset.unwrap_or(0),
+        cursor,
+        digest,
+    };
+    blocking(move || job.run()).await
+}
+
+/// What identifies a scope in a cursor's digest and the memo's keys: its name and definition.
+fn scope_identity(scope: &Scope) -> String {
+    match scope {
+        Scope::Admin => "admin".into(),
+        Scope::Reader(reader) => format!("{}\u{0}{}", reader.name, reader.definition_key()),
+    }
+}
+
+/// `token` as a cursor of this request, or why not.
+fn checked_cursor(token: &str, lane: Lane, digest: &str) -> Result<Cursor, Error> {
+    let cursor = Cursor::decode(token).ok_or_else(|| {
+        Error::InvalidCursor(
+            "the cursor is not one quarry wrote: pass `next_cursor` back unchanged".into(),
+        )
+    })?;
+    if cursor.lane != lane.name() {
+        return Err(Error::InvalidCursor(format!(
+            "the cursor was minted in the `{}` lane, not `{}`: start a new search to change lanes",
+            cursor.lane,
+            lane.name()
+        )));
+    }
+    if cursor.digest != digest {
+        return Err(Error::InvalidCursor(
+            "the cursor belongs to another search (its text, filter, page size, session or scope differ): start a new search without it".into(),
+        ));
+    }
+    Ok(cursor)
+}
+
+/// The blocking part of a search: everything read in one SQLite read transaction.
+struct Job {
+    archive: PathBuf,
+    scope_key: String,
+    engine: Arc<crate::engine::Engine>,
+    guard: bool,
+    lane: Lane,
+    search: text::Search,
+    scope_sessions: Option<HashSet<String>>,
+    candidates: Option<HashSet<String>>,
+    hidden: Option<Arc<quarry_udf::functions::MemberSet>>,
+    within: Option<String>,
+    page_size: usize,
+    offset: u64,
+    cursor: Option<Cursor>,
+    digest: String,
+}
+
+/// The key of `entry` in the order: a session id, or a message position within one session.
+fn key(entry: &Ranked, within: bool) -> String {
+    if within {
+        entry.best.message_position.to_string()
+    } else {
+        entry.best.session_id.clone()
+    }
+}
+
+impl Job {
+    fn run(self) -> Result<SearchEnvelope, Error> {
+        let archive_error = |e: rusqlite::Error| Error::archive(&self.archive, e);
+        let conn = crate::engine::read_only(&self.archive).map_err(archive_error)?;
+        quarry_fts5::register(&conn).map_err(archive_error)?;
+        conn.execute_batch("BEGIN").map_err(archive_error)?;
+        let answer = self.ranked_page(&conn);
+        let _ = conn.execute_batch("COMMIT");
+        answer
+    }
+
+    fn ranked_page(&self, conn: &Connection) -> Result<SearchEnvelope, Error> {
+        let archive_error = |e: rusqlite::Error| Error::archive(&self.archive, e);
+        let now =
+            quarry_archive::read_generation(conn).map_err(|e| Error::archive(&self.archive, e))?;
+        let (generation, pin) = match &self.cursor {
+            Some(c) => (c.generation, c.pin),
+            None => (now, rank::max_rowid(conn).map_err(archive_error)?),
+        };
+        let universe = Universe {
+            sessions: self.scope_sessions.as_ref(),
+            hidden: self.hidden.as_deref(),
+            guard: self.guard,
+        };
+        let excluded = self.engine.memo().get("search:system-messages", now, || {
+            rank::system_messages(conn).map_err(archive_error)
+        })?;
+        let narrowing = Narrowing {
+            lane: self.lane,
+            candidates: self.candidates.as_ref(),
+            session: self.within.as_deref(),
+            excluded: &excluded,
+            pin,
+        };
+        let stats = match &self.cursor {
+            Some(c) => c.stats.clone(),
+            None => self.stats(conn, &universe, pin, generation)?,
+        };
+        let within = self.within.is_some();
+        let ranking = rank::rank(conn, &self.search, &universe, &narrowing, &stats, within)
+            .map_err(archive_error)?;
+        let total = ranking.len() as u64;
+        let start = match &self.cursor {
+            Some(c) => ranking
+                .iter()
+                .position(|r| after(r, c, within))
+                .unwrap_or(ranking.len()),
+            None => (self.offset as usize).min(ranking.len()),
+        };
+        let end = (start + self.page_size).min(ranking.len());
+        let page = &ranking[start..end];
+        let more = end < ranking.len();
+        let next_cursor = match (more, page.last()) {
+            (true, Some(last)) => Some(
+                Cursor::new(
+                    self.lane.name(),
+                    self.digest.clone(),
+                    generation,
+                    pin,
+                    stats.clone(),
+                    end as u64,
+                    last.best.score,
+                    key(last, within),
+                )
+                .encode(),
+            ),
+            _ => None,
+        };
+        let hits = self.hits(conn, page, start as u64)?;
+        let diagnostics = match (&self.candidates, total) {
+            (Some(candidates), 0) => {
+                Some(self.miss(conn, &universe, &excluded, pin, generation, candidates)?)
+            }
+            _ => None,
+        };
+        Ok(SearchEnvelope {
+            hits,
+            total: Some(total),
+            limit: self.page_size,
+            offset: start as u64,
+            next_offset: more.then_some(end as u64),
+            next_cursor,
+            query: self.search.normalized.clone(),
+            sort: None,
+            retrieval_lane: self.lane.name(),
+            ranking_policy: RANKING_POLICY,
+            ranking_policy_version: RANKING_POLICY_VERSION,
+            generation,
+            diagnostics,
+        })
+    }
+
+    /// The statistics of the first page: the whole table's for the admin scope (what FTS5's
+    /// `bm25()` reads), the scope's rows' for a reader (kept per scope and generation).
+    fn stats(
+        &self,
+        conn: &Connection,
+        universe: &Universe<'_>,
+        pin: i64,
+        generation: i64,
+    ) -> Result<bm25::Stats, Error> {
+        let archive_error = |e: rusqlite::Error| Error::archive(&self.archive, e);
+        let table = rank::table_totals(conn, &self.search, pin).map_err(archive_error)?;
+        let (rows, tokens) = match &self.scope_sessions {
+            None => table.unwrap_or((0, 0)),
+            Some(sessions) => *self.engine.memo().get(
+                &format!("search:totals:{}", self.scope_key),
+                generation,
+                || rank::scope_totals(conn, sessions, universe).map_err(archive_error),
+            )?,
+        };
+        let holding = if table.is_some() {
+            rank::holding(conn, &self.search, universe, pin).map_err(archive_error)?
+        } else {
+            // Nothing matches anywhere: no statistics are needed.
+            vec![None; self.search.phrases.len()]
+        };
+        Ok(bm25::Stats {
+            rows,
+            tokens,
+            holding,
+        })
+    }
+
+    /// The hits of `page`, their sessions and snippets read.
+    fn hits(
+        &self,
+        conn: &Connection,
+        page: &[Ranked],
+        before: u64,
+    ) -> Result<Vec<SearchHit>, Error> {
+        let archive_error = |e: rusqlite::Error| Error::archive(&self.archive, e);
+        let ids: Vec<&str> = page.iter().map(|r| r.best.session_id.as_str()).collect();
+        let summaries = rank::summaries(conn, &ids).map_err(archive_error)?;
+        let mut out = Vec::with_capacity(page.len());
+        for (i, entry) in page.iter().enumerate() {
+            let best = &entry.best;
+            let Some(mut summary) = summaries.get(&best.session_id).cloned() else {
+                continue;
+            };
+            let mut snippet =
+                rank::snippet(conn, &self.search, best.rowid).map_err(archive_error)?;
+            if self.guard {
+                snippet = quarry_udf::mask_credentials(&snippet).into_owned();
+                summary.title = summary
+                    .title
+                    .map(|t| quarry_udf::mask_credentials(&t).into_owned());
+            }
+            let facts = rank::message_facts(conn, &best.session_id, &best.message_id)
+                .map_err(archive_error)?;
+            let rank = before + i as u64 + 1;
+            out.push(SearchHit {
+                session: summary,
+                matched: Match {
+                    rank,
+                    retrieval_lane: self.lane.name(),
+                    match_surface: self.lane.surface(),
+                    score: best.score,
+                    score_kind: "bm25",
+                    score_components: BTreeMap::from([("bm25_raw", best.score)]),
+                    lane_rank: rank,
+                    lane_contribution: None,
+                    raw_score: best.score,
+                    matched_terms: self.search.terms.clone(),
+                    snippet,
+                    message_id: best.message_id.clone(),
+                    role: facts.as_ref().map(|f| f.0.clone()),
+                    occurred_at: facts.and_then(|f| f.1),
+                    target_ref: best.message_id.clone(),
+                    anchor: format!("{}/b{}", best.message_id, best.block_position),
+                    actions: vec!["open", "copy_link"],
+                    matching_blocks: entry.blocks,
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// Why a filtered search found nothing: how many sessions the filter admitted and how many
+    /// the text matched without it.
+    fn miss(
+        &self,
+        conn: &Connection,
+        universe: &Universe<'_>,
+        excluded: &HashSet<String>,
+        pin: i64,
+        generation: i64,
+        candidates: &HashSet<String>,
+    ) -> Result<MissDiagnostics, Error> {
+        let unfiltered = Narrowing {
+            lane: self.lane,
+            candidates: None,
+            session: self.within.as_deref(),
+            excluded,
+            pin,
+        };
+        let stats = self.stats(conn, universe, pin, generation)?;
+        let sessions = rank::rank(conn, &self.search, universe, &unfiltered, &stats, false)
+            .map_err(|e| Error::archive(&self.archive, e))?
+            .len();
+        Ok(MissDiagnostics {
+            message: format!(
+                "the filter admitted {} sessions and none of them matched; without it the text matches {} sessions: widen the filter (a longer since:, another repo:)",
+                candidates.len(),
+                sessions
+            ),
+            filtered_sessions: candidates.len() as u64,
+            matching_sessions_unfiltered: sessions as u64,
+        })
+    }
+}
+
+/// Whether `entry` sorts strictly after the cursor's anchor.
+fn after(entry: &Ranked, cursor: &Cursor, within: bool) -> bool {
+    match entry.best.score.total_cmp(&cursor.score()) {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Equal => {
+            if within {
+                entry.best.message_position > cursor.key.parse::<i64>().unwrap_or(i64::MAX)
+            } else {
+                entry.best.session_id.as_str() > cursor.key.as_str()
+            }
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! The archive side of a search: the blocks a lane matches, scored with [`super::bm25`] over the
+//! caller's statistics; the statistics themselves; snippets and the summaries of a page.
+//!
+//! Every statement reads the one FTS5 index (`blocks_fts`), whichever source answers other
+//! queries, so both sources rank alike. Which rows may match is decided in Rust per row: the
+//! lane's block types, the scope's sessions, the filter's sessions, hidden messages, rows
+//! holding a credential in a masked column (for readers), and the pin (rows that existed at the
+//! first page's generation).
+
+use std::collections::{HashMap, HashSet};
+
+use quarry_udf::functions::MemberSet;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::bm25::{self, Stats};
+use super::text::Search;
+use quarry_fts5::{self as fts5, RowHit};
+
+/// A retrieval lane the archive has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Text and thinking blocks of user and assistant messages.
+    Dialogue,
+    /// Tool-use and tool-result blocks (commands, paths, outputs).
+    Actions,
+}
+
+impl Lane {
+    /// The lane's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lane::Dialogue => "dialogue",
+            Lane::Actions => "actions",
+        }
+    }
+
+    /// The block types it ranks.
+    fn block_types(self) -> &'static str {
+        match self {
+            Lane::Dialogue => "('text', 'thinking')",
+            Lane::Actions => "('tool_use', 'tool_result')",
+        }
+    }
+
+    /// What a hit of the lane matched.
+    pub fn surface(self) -> &'static str {
+        match self {
+            Lane::Dialogue => "message",
+            Lane::Actions => "action",
+        }
+    }
+}
+
+/// Who may see which rows.
+pub struct Universe<'a> {
+    /// The scope's sessions (`None`: every session, the admin scope).
+    pub sessions: Option<&'a HashSet<String>>,
+    /// Messages the scope never sees (`None`: it sees them all).
+    pub hidden: Option<&'a MemberSet>,
+    /// Whether rows holding a credential in a masked indexed column are left out (a reader's
+    /// full-text guard, docs/security.md).
+    pub guard: bool,
+}
+
+impl Universe<'_> {
+    fn admits(&self, session: &str, message: &str) -> bool {
+        self.sessions.is_none_or(|s| s.contains(session))
+            && self.hidden.is_none_or(|h| !h.contains(message))
+    }
+}
+
+/// What narrows the rows that may match, beyond the scope.
+pub struct Narrowing<'a> {
+    /// The lane.
+    pub lane: Lane,
+    /// Sessions a filter admits (`None`: no filter).
+    pub candidates: Option<&'a HashSet<String>>,
+    /// Only this session's blocks.
+    pub session: Option<&'a str>,
+    /// Messages the lane never ranks (system messages, for dialogue).
+    pub excluded: &'a HashSet<String>,
+    /// The highest block row id that may match.
+    pub pin: i64,
+}
+
+/// One matching block, scored.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// The block's row id.
+    pub rowid: i64,
+    /// Its session.
+    pub session_id: String,
+    /// Its message.
+    pub message_id: String,
+    /// The message's position in the session.
+    pub message_position: i64,
+    /// The block's position in the message.
+    pub block_position: i64,
+    /// Its BM25 (lower is better).
+    pub score: f64,
+}
+
+impl Hit {
+    /// Whether this block beats `other` as its entry's best: lower score, then earlier
+    /// message, then earlier block.
+    fn beats(&self, score: f64, message_position: i64, block_position: i64) -> bool {
+        score
+            .total_cmp(&self.score)
+            .then(message_position.cmp(&self.message_position))
+            .then(block_position.cmp(&self.block_position))
+            .is_lt()
+    }
+}
+
+/// One ranked entry: a session (or a message within one), its best block and how many of its
+/// blocks matched.
+#[derive(Debug, Clone)]
+pub struct Ranked {
+    /// The best block.
+    pub best: Hit,
+    /// Matching blocks.
+    pub blocks: u64,
+}
+
+/// The whole table's rows and tokens as FTS5 keeps them (what `bm25()` reads), from any row
+/// `search` matches below `pin`; `None` when it matches none.
+pub fn table_totals(
+    conn: &Connection,
+    search: &Search,
+    pin: i64,
+) -> rusqlite::Result<Option<(i64, i64)>> {
+    let sql = format!(
+        "SELECT {hit}(blocks_fts) FROM blocks_fts WHERE blocks_fts MATCH ?1 AND rowid <= ?2 LIMIT 1",
+        hit = fts5::HIT
+    );
+    let blob: Option<Vec<u8>> = conn
+        .prepare_cached(&sql)?
+        .query_row(params![search.fts, pin], |r| r.get(0))
+        .optional()?;
+    Ok(blob
+        .as_deref()
+        .and_then(RowHit::decode)
+        .map(|h| (h.table_rows, h.table_tokens)))
+}
+
+/// Every block `search` matches under `universe` and `narrowing`, scored with `stats` and
+/// grouped: per session (or per message, `within` one session) the best block. One pass; a
+/// string is copied only when a block becomes its entry's best.
+pub fn rank(
+    conn: &Connection,
+    search: &Search,
+    universe: &Universe<'_>,
+    narrowing: &Narrowing<'_>,
+    stats: &Stats,
+    within: bool,
+) -> rusqlite::Result<Vec<Ranked>> {
+    let guard_columns = if universe.guard {
+        ", b.text, b.tool_command"
+    } else {
+        ""
+    };
+    let session_filter = if narrowing.session.is_some() {
+        " AND b.session_id = ?3"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT b.rowid, b.session_id, b.message_id, b.position, {hit}(blocks_fts){guard_columns} \
+         FROM blocks_fts CROSS JOIN blocks b ON b.rowid = blocks_fts.rowid \
+         WHERE blocks_fts MATCH ?1 AND blocks_fts.rowid <= ?2 AND b.type IN {types}{session_filter}",
+        hit = fts5::HIT,
+        types = narrowing.lane.block_types(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = match narrowing.session {
+        Some(session) => stmt.query(params![search.fts, narrowing.pin, session])?,
+        None => stmt.query(params![search.fts, narrowing.pin])?,
+    };
+    let idf = stats.idf();
+    let avgdl = stats.avgdl();
+    let exclude = narrowing.lane == Lane::Dialogue && !narrowing.excluded.is_empty();
+    let mut entries: HashMap<String, Ranked> = HashMap::new();
+    while let Some(row) = rows.next()? {
+        let session_id = row.get_ref(1)?.as_str()?;
+        let message_id = row.get_ref(2)?.as_str()?;
+        if !universe.admits(session_id, message_id)
+            || narrowing
+                .candidates
+                .is_some_and(|c| !c.contains(session_id))
+            || (exclude && narrowing.excluded.contains(message_id))
+        {
+            continue;
+        }
+        if universe.guard && guarded(row, 5, 6)? {
+            continue;
+        }
+        let Some(reported) = RowHit::decode(row.get_ref(4)?.as_blob()?) else {
+            continue;
+        };
+        let score = bm25::score(&idf, avgdl, reported.row_tokens, &reported.frequencies);
+        let message_position = message_position(message_id);
+        let block_position: i64 = row.get(3)?;
+        let key = if within { message_id } else { session_id };
+        let hit = || -> rusqlite::Result<Hit> {
+            Ok(Hit {
+                rowid: row.get(0)?,
+                session_id: session_id.to_string(),
+                message_id: message_id.to_string(),
+                message_position,
+                block_position,
+                score,
+            })
+        };
+        match entries.get_mut(key) {
+            Some(entry) => {
+                entry.blocks += 1;
+                if entry.best.beats(score, message_position, block_position) {
+                    entry.best = hit()?;
+                }
+            }
+            None => {
+                entries.insert(
+                    key.to_string(),
+                    Ranked {
+                        best: hit()?,
+                        blocks: 1,
+                    },
+                );
+            }
+        }
+    }
+    let mut ranking: Vec<Ranked> = entries.into_values().collect();
+    ranking.sort_by(|a, b| {
+        a.best.score.total_cmp(&b.best.score).then_with(|| {
+            if within {
+                a.best.message_position.cmp(&b.best.message_position)
+            } else {
+                a.best.session_id.cmp(&b.best.session_id)
+            }
+        })
+    });
+    Ok(ranking)
+}
+
+/// Whether the row holds a credential in one of the masked indexed columns (`text`,
+/// `tool_command`): its text and its masked text differ.
+fn guarded(row: &rusqlite::Row<'_>, text: usize, command: usize) -> rusqlite::Result<bool> {
+    for column in [text, command] {
+        if let Some(value) = row.get_ref(column)?.as_str_or_null()?
+            && quarry_udf::mask_credentials(value) != value
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The position of a message from its id (`<session_id>/m<position>`); 0 when it has none.
+fn message_position(message_id: &str) -> i64 {
+    message_id
+        .rsplit_once("/m")
+        .and_then(|(_, p)| p.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Per phrase of `search` not under `NOT`, the rows of `universe` holding it (at most `pin`).
+pub fn holding(
+    conn: &Connection,
+    search: &Search,
+    universe: &Universe<'_>,
+    pin: i64,
+) -> rusqlite::Result<Vec<Option<i64>>> {
+    let mut out = Vec::with_capacity(search.phrases.len());
+    for phrase in &search.phrases {
+        if phrase.negated {
+            out.push(None);
+            continue;
+        }
+        let count = if universe.sessions.is_none() && universe.hidden.is_none() && !universe.guard {
+            conn.prepare_cached(
+                "SELECT count(*) FROM blocks_fts WHERE blocks_fts MATCH ?1 AND rowid <= ?2",
+            )?
+            .query_row(params![phrase.fts, pin], |r| r.get(0))?
+        } else {
+            let mut stmt = conn.prepare_cached(
+                "SELECT b.session_id, b.message_id, b.text, b.tool_command \
+                 FROM blocks_fts CROSS JOIN blocks b ON b.rowid = blocks_fts.rowid \
+                 WHERE blocks_fts MATCH ?1 AND blocks_fts.rowid <= ?2",
+            )?;
+            let mut rows = stmt.query(params![phrase.fts, pin])?;
+            let mut count = 0i64;
+            while let Some(row) = rows.next()? {
+                let session = row.get_ref(0)?.as_str()?;
+                let message = row.get_ref(1)?.as_str()?;
+                if universe.admits(session, message) && !(universe.guard && guarded(row, 2, 3)?) {
+                    count += 1;
+                }
+            }
+            count
+        };
+        out.push(Some(count));
+    }
+    Ok(out)
+}
+
+/// The indexed rows of `universe` and their tokens: the blocks of its sessions that may match
+/// for it (hidden messages' and, under the guard, credential-holding rows left out).
+pub fn scope_totals(
+    conn: &Connection,
+    sessions: &HashSet<String>,
+    universe: &Universe<'_>,
+) -> rusqlite::Result<(i64, i64)> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT b.message_id, d.sz, b.text, b.tool_command FROM blocks b INDEXED BY blocks_session \
+         CROSS JOIN blocks_fts_docsize d ON d.id = b.rowid WHERE b.session_id = ?1",
+    )?;
+    let (mut rows, mut tokens) = (0i64, 0i64);
+    for session in sessions {
+        let mut found = stmt.query(params![session])?;
+        while let Some(row) = found.next()? {
+            let message = row.get_ref(0)?.as_str()?;
+            if universe.hidden.is_some_and(|h| h.contains(message))
+                || (universe.guard && guarded(row, 2, 3)?)
+            {
+                continue;
+            }
+            rows += 1;
+            tokens += fts5::docsize_tokens(row.get_ref(1)?.as_blob()?);
+        }
+    }
+    Ok((rows, tokens))
+}
+
+/// The system messages of the archive (no lexical lane ranks them as dialogue).
+pub fn system_messages(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT m.message_id FROM sessions s CROSS JOIN messages m ON m.session_id = s.session_id \
+         WHERE s.system_messages > 0 AND m.role = 'system'",
+    )?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    rows.collect()
+}
+
+/// The highest block row id now.
+pub fn max_rowid(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT coalesce(max(rowid), 0) FROM blocks", [], |r| {
+        r.get(0)
+    })
+}
+
+/// FTS5's highlighted excerpt of one block (`«term»`, `…` where text was cut).
+pub fn snippet(conn: &Connection, search: &Search, rowid: i64) -> rusqlite::Result<String> {
+    conn.prepare_cached(
+        "SELECT snippet(blocks_fts, -1, '«', '»', '…', 24) FROM blocks_fts \
+         WHERE blocks_fts MATCH ?1 AND rowid = ?2",
+    )?
+    .query_row(params![search.fts, rowid], |r| {
+        r.get::<_, Option<String>>(0)
+    })
+    .optional()
+    .map(|s| s.flatten().unwrap_or_default())
+}
+
+/// What a hit shows of its session.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SessionSummary {
+    /// The session's id.
+    pub session_id: String,
+    /// Where it came from.
+    pub origin: String,
+    /// Its title.
+    pub title: Option<String>,
+    /// Its repository.
+    pub repo: Option<String>,
+    /// Its model.
+    pub model: Option<String>,
+    /// When it started (epoch milliseconds).
+    pub created_at: Option<i64>,
+    /// When it last changed (epoch milliseconds).
+    pub updated_at: Option<i64>,
+    /// Its messages.
+    pub message_count: i64,
+}
+
+/// The summaries of `sessions`.
+pub fn summaries(
+    conn: &Connection,
+    sessions: &[&str],
+) -> rusqlite::Result<HashMap<String, SessionSummary>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT session_id, origin, title, repo, model, created_at, updated_at, message_count \
+         FROM sessions WHERE session_id = ?1",
+    )?;
+    let mut out = HashMap::new();
+    for session in sessions {
+        if let Some(summary) = stmt
+            .query_row(params![session], |r| {
+                Ok(SessionSummary {
+                    session_id: r.get(0)?,
+                    origin: r.get(1)?,
+                    title: r.get(2)?,
+                    repo: r.get(3)?,
+                    model: r.get(4)?,
+                    created_at: r.get(5)?,
+                    updated_at: r.get(6)?,
+                    message_count: r.get(7)?,
+                })
+            })
+            .optional()?
+        {
+            out.insert(summary.session_id.clone(), summary);
+        }
+    }
+    Ok(out)
+}
+
+/// A message's role and time.
+pub fn message_facts(
+    conn: &Connection,
+    session: &str,
+    message: &str,
+) -> rusqlite::Result<Option<(String, Option<i64>)>> {
+    conn.prepare_cached(
+        "SELECT role, occurred_at_ms FROM messages WHERE session_id = ?1 AND message_id = ?2",
+    )?
+    .query_row(params![session, message], |r| Ok((r.get(0)?, r.get(1)?)))
+    .optional()
+}
