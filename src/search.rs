@@ -24,7 +24,7 @@ pub fn run_search(cli: &Cli, args: SearchArgs) -> Result<(), Failure> {
     };
     let envelope = block_on(quarry.search(&request))
         .and_then(|r| r)
-        .map_err(|e| failure(&text, e, json))?;
+        .map_err(|e| failure(request.text_of(&e), e, json))?;
     if json {
         let body = serde_json::to_string(&envelope)
             .map_err(|e| Failure::runtime(format!("cannot encode the answer: {e}")))?;

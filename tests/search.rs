@@ -666,6 +666,10 @@ fn filters_narrow_before_ranking_and_an_empty_filtered_search_says_why() {
         }))
         .unwrap_err();
     assert_eq!(err.code(), "invalid_query", "{err}");
+    // Its diagnostics are about the filter as written, not the query quarry built from it.
+    let body = err.body(Some("colour:blue")).to_json().to_string();
+    assert!(body.contains("colour"), "{body}");
+    assert!(!body.contains("select session_id"), "{body}");
 }
 
 #[test]

@@ -247,7 +247,7 @@ impl McpServer {
                     result.structured_content = serde_json::to_value(&envelope).ok();
                     result
                 }
-                Err(e) => tool_error(&e, Some(&request.text)),
+                Err(e) => tool_error(&e, Some(request.text_of(&e))),
             },
         )
     }

@@ -469,8 +469,12 @@ impl Session {
         filter: Option<&str>,
     ) -> Result<std::collections::HashSet<String>, Error> {
         let query = match filter {
-            // The compact form: clauses side by side mean AND (`repo:acme since:7d`).
-            Some(filter) => format!("{filter} | select session_id"),
+            // The compact form: clauses side by side mean AND (`repo:acme since:7d`). Checked
+            // alone first, so its diagnostics and corrections are about what the caller wrote.
+            Some(filter) => {
+                quarry_grammar::check(filter).map_err(Error::Query)?;
+                format!("{filter} | select session_id")
+            }
             None => "sessions | select session_id".to_string(),
         };
         let planned = self.plan(&query).await?;

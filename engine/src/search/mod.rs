@@ -61,6 +61,17 @@ pub struct SearchRequest {
     pub cursor: Option<String>,
 }
 
+impl SearchRequest {
+    /// The text an error of this request is about, to draw its diagnostics under: the filter
+    /// for a query error (the only part in the query language), else the search text.
+    pub fn text_of(&self, error: &Error) -> &str {
+        match (error, &self.filter) {
+            (Error::Query(_), Some(filter)) => filter,
+            _ => &self.text,
+        }
+    }
+}
+
 /// The lane a request names.
 pub fn lane(name: Option<&str>) -> Result<Lane, Error> {
     match name.unwrap_or("auto") {

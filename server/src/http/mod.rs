@@ -297,7 +297,7 @@ impl App {
                 Ok(body) => json_response(body),
                 Err(e) => error_response(&Error::Internal(e.to_string()), None),
             },
-            Err(e) => error_response(&e, Some(&request.text)),
+            Err(e) => error_response(&e, Some(request.text_of(&e))),
         }
     }
 
