@@ -380,6 +380,16 @@ fn the_messages_of_one_session_are_ranked_by_their_best_block() {
     for (g, w) in got.iter().zip(&want) {
         assert!((g.score - w.1).abs() <= 1e-9 * w.1.abs());
     }
+    // The session's header comes with every page, also one without a hit.
+    let none = runtime()
+        .block_on(q.search(&SearchRequest {
+            text: "zzqqxxnothing".into(),
+            session: Some(session.clone()),
+            ..Default::default()
+        }))
+        .unwrap();
+    assert!(none.hits.is_empty());
+    assert_eq!(none.session.as_ref().map(|s| &s.session_id), Some(session));
     // A session the scope does not hold is not found, whoever asks.
     let missing = SearchRequest {
         text: "test".into(),

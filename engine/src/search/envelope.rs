@@ -43,6 +43,10 @@ pub struct SearchEnvelope {
     /// Why a filtered search found nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<MissDiagnostics>,
+    /// Within one session: that session's header, as of the same generation, also when the
+    /// page holds no hit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionSummary>,
 }
 
 /// One hit: the session, and the evidence of its best match.

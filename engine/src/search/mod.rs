@@ -331,7 +331,25 @@ impl Job {
             ranking_policy_version: RANKING_POLICY_VERSION,
             generation,
             diagnostics,
+            session: self.header(conn)?,
         })
+    }
+
+    /// Within one session, its header (masked for readers).
+    fn header(&self, conn: &Connection) -> Result<Option<rank::SessionSummary>, Error> {
+        let Some(id) = &self.within else {
+            return Ok(None);
+        };
+        let mut summaries =
+            rank::summaries(conn, &[id.as_str()]).map_err(|e| Error::archive(&self.archive, e))?;
+        Ok(summaries.remove(id).map(|mut s| {
+            if self.guard {
+                s.title = s
+                    .title
+                    .map(|t| quarry_udf::mask_credentials(&t).into_owned());
+            }
+            s
+        }))
     }
 
     /// The statistics of the first page: the whole table's for the admin scope (what FTS5's
