@@ -203,8 +203,13 @@ pub enum Command {
     /// Write whole tables to a folder or object store in --format parquet (the default),
     /// arrow, csv or ndjson.
     Export(ExportArgs),
-    /// Run a query (the same as `quarry QUERY`; use it when the query is a verb's name).
+    /// Run a query (the same as `quarry QUERY`; use it when the query is a verb's name, or to
+    /// continue a paged answer with --cursor).
     Query {
+        /// The previous page's `next_cursor` (an answer capped by --limit hands one out),
+        /// passed back unchanged with the same query.
+        #[arg(long, value_name = "CURSOR")]
+        cursor: Option<String>,
         /// The query.
         #[arg(allow_hyphen_values = true, required = true)]
         query: Vec<String>,
@@ -219,6 +224,9 @@ pub enum Command {
     /// Ranked full-text search: sessions by their best-matching message (BM25 over the rows
     /// your scope sees), with highlighted snippets and a cursor for the next page.
     Search(SearchArgs),
+    /// Facets: how the sessions a search or a filter finds spread over origin, tag, model,
+    /// machine, day, repo and tool, beside the counts over every session of the scope.
+    Facets(FacetsArgs),
     /// Serve the HTTP API: both languages over the archive, each bearer token under its scope,
     /// every query audited; stops on SIGINT/SIGTERM after running queries finish.
     Serve(ServeArgs),
@@ -347,6 +355,32 @@ pub struct SearchArgs {
     /// The previous page's `next_cursor`, passed back unchanged.
     #[arg(long, value_name = "CURSOR")]
     pub cursor: Option<String>,
+}
+
+/// `quarry facets`' arguments.
+#[derive(Debug, Args)]
+pub struct FacetsArgs {
+    /// Count the sessions this search text matches (as `quarry search` takes it).
+    #[arg(long = "query", short = 'q', value_name = "TEXT")]
+    pub text: Option<String>,
+    /// The search's retrieval lane: auto (dialogue), dialogue or actions.
+    #[arg(long = "retrieval-lane", visible_alias = "lane", value_name = "LANE",
+          value_parser = ["auto", "dialogue", "actions", "hybrid", "semantic"])]
+    pub lane: Option<String>,
+    /// Count the sessions holding a row of this query, e.g. 'repo:quarry since:2026-11-01'
+    /// or 'messages where role:assistant'.
+    #[arg(long = "where", value_name = "PREDICATE", allow_hyphen_values = true)]
+    pub filter: Option<String>,
+    /// Only these families (comma-separated): origin, tag, model, machine, day, repo, tool.
+    #[arg(long, value_name = "FAMILIES", value_delimiter = ',',
+          value_parser = ["origin", "tag", "model", "machine", "day", "repo", "tool"])]
+    pub families: Option<Vec<String>>,
+    /// The time families may take; those not counted when it runs out are deferred.
+    #[arg(long, value_name = "MS")]
+    pub budget_ms: Option<u64>,
+    /// Leave out the idf of each value.
+    #[arg(long)]
+    pub no_idf: bool,
 }
 
 /// `quarry explain`'s arguments.

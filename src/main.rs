@@ -171,11 +171,12 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         ));
     }
     match command {
-        Command::Query { query } => {
-            query::run_query(&query.join(" "), &cli, quarry::Language::Query)
+        Command::Query { query, cursor } => {
+            query::run_query(&query.join(" "), &cli, quarry::Language::Query, cursor)
         }
-        Command::Sql { sql } => query::run_query(&sql.join(" "), &cli, quarry::Language::Sql),
+        Command::Sql { sql } => query::run_query(&sql.join(" "), &cli, quarry::Language::Sql, None),
         Command::Search(args) => search::run_search(&cli, args),
+        Command::Facets(args) => search::run_facets(&cli, args),
         Command::Audit => audit::run_audit(&cli),
         Command::Serve(args) => serve::run_serve(&cli, args),
         Command::Mcp(args) => serve::run_mcp(&cli, args),

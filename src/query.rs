@@ -55,7 +55,14 @@ fn answer_format(cli: &Cli, path: Option<&std::path::Path>) -> Result<Format, Fa
 
 /// `quarry QUERY`, `quarry query` and `quarry sql`: the answer streamed to standard output or
 /// written to `-o` (a local file, or an object store URL staged locally and uploaded whole).
-pub fn run_query(query: &str, cli: &Cli, language: Language) -> Result<(), Failure> {
+/// A query of the language capped by `--limit`, or continued with `cursor`, pages (its rows in
+/// a total order, `next_cursor` when the cap cuts them).
+pub fn run_query(
+    query: &str,
+    cli: &Cli,
+    language: Language,
+    cursor: Option<String>,
+) -> Result<(), Failure> {
     // An object store URL: the answer is written to a local file first, then uploaded whole.
     let remote = cli
         .output
@@ -84,12 +91,15 @@ pub fn run_query(query: &str, cli: &Cli, language: Language) -> Result<(), Failu
         Some(path) => Destination::file(path).map_err(Failure::runtime)?,
         None => Destination::stdout(),
     };
-    let request = quarry::Request {
-        language,
-        text: query.to_string(),
-        caps,
-        timeout: cli.timeout,
-    };
+    let mut request = match language {
+        Language::Sql => quarry::Request::sql(query),
+        _ => quarry::Request::query(query),
+    }
+    .with_caps(caps)
+    .with_timeout(cli.timeout);
+    if language == Language::Query && (cli.limit.is_some() || cursor.is_some()) {
+        request = request.paged(cursor);
+    }
     let written = block_on(async {
         let stream = quarry.run(&request).await?;
         let unit = stream.meta().unit.clone();

@@ -80,7 +80,12 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
                 "report blocks writes table, json, yaml, csv or ndjson to standard output",
             ));
         }
-        return crate::query::run_query(&request.query(), cli, quarry::audit::Language::Query);
+        return crate::query::run_query(
+            &request.query(),
+            cli,
+            quarry::audit::Language::Query,
+            None,
+        );
     }
     let options = options(cli)?;
     let zone = options.tz.clone().unwrap_or_else(|| "local".into());

@@ -848,6 +848,44 @@ fn http_search_pages_within_the_tokens_scope_and_a_cursor_survives_a_restart() {
     assert_eq!(post.status, 200, "{}", String::from_utf8_lossy(&post.body));
     let unknown = http_search(&server.base, &f.admin, &[("q", "test"), ("colour", "blue")]);
     assert_eq!(unknown.status, 400);
+    // Facets over HTTP in the token's scope: her origins only, and the search's sessions.
+    let facets = crate::server::request(
+        "GET",
+        &format!("{}/api/facets?q=the&families=origin,tool", server.base),
+        Some(&f.alice),
+        None,
+        None,
+    );
+    assert_eq!(
+        facets.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&facets.body)
+    );
+    let facets = facets.json();
+    assert_eq!(
+        facets["total_sessions"]["global"].as_u64().unwrap() as usize,
+        alice.len()
+    );
+    assert_eq!(
+        facets["total_sessions"]["scoped"].as_u64().unwrap() as usize,
+        walked.len()
+    );
+    assert_eq!(
+        facets["complete_families"],
+        serde_json::json!(["origin", "tool"])
+    );
+    let bad = crate::server::request(
+        "GET",
+        &format!("{}/api/facets?families=colour", server.base),
+        Some(&f.alice),
+        None,
+        None,
+    );
+    assert_eq!(
+        (bad.status, bad.json()["code"].clone()),
+        (400, "bad_request".into())
+    );
     // A restart loses nothing: the first page's cursor gives the same second page.
     let second = http_search(
         &server.base,

@@ -117,6 +117,14 @@ impl Quarry {
         crate::search::search(&self.default_session().await?, request).await
     }
 
+    /// Counts facets (see [`crate::facets`]) in a session of the options' scope and caller.
+    pub async fn facets(
+        &self,
+        request: &crate::facets::FacetsRequest,
+    ) -> Result<crate::facets::Facets, Error> {
+        crate::facets::facets(&self.default_session().await?, request).await
+    }
+
     /// Runs one read-only SQL query over the same catalog (the scope's), checked by its type
     /// before planning: anything but a single query is [`Error::SqlRefused`]. Its rows stream
     /// as they are computed, subject only to the caller's `caps`.

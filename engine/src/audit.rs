@@ -116,6 +116,8 @@ pub enum Language {
     Export,
     /// A ranked full-text search (`quarry search`, `/api/search`, MCP `search`).
     Search,
+    /// Facet counts (`quarry facets`, `/api/facets`, MCP `facets`).
+    Facets,
 }
 
 impl Language {
@@ -125,6 +127,7 @@ impl Language {
             Language::Sql => "sql",
             Language::Export => "export",
             Language::Search => "search",
+            Language::Facets => "facets",
         }
     }
 }

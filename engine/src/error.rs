@@ -143,6 +143,10 @@ pub enum Error {
     /// size, session or scope), or not a cursor at all.
     #[error("invalid cursor: {0}")]
     InvalidCursor(String),
+    /// A page cursor of an answer paged by offset (an aggregate) asked for after the archive's
+    /// generation moved: its rows could have shifted.
+    #[error("stale cursor: {0}")]
+    StaleCursor(String),
     /// A query the engine cannot plan.
     #[error("cannot plan the query: {0}")]
     Unplannable(String),
@@ -344,6 +348,7 @@ impl Error {
             Error::EmbeddingsUnavailable => "embeddings_unavailable",
             Error::LaneUnavailable(_) => "lane_unavailable",
             Error::InvalidCursor(_) => "invalid_cursor",
+            Error::StaleCursor(_) => "stale_cursor",
             Error::Unplannable(_) => "unplannable",
             Error::Setting(_) => "invalid_setting",
             Error::BadRequest(_) => "bad_request",
@@ -387,7 +392,7 @@ impl Error {
             Error::SqlRefused { .. } => ErrorClass::Usage,
             Error::Scope(_) | Error::AdminOnly(_) => ErrorClass::Forbidden,
             Error::Unauthorized(_) => ErrorClass::Unauthorized,
-            Error::InvalidCursor(_) => ErrorClass::Conflict,
+            Error::InvalidCursor(_) | Error::StaleCursor(_) => ErrorClass::Conflict,
             Error::NotFound(_) => ErrorClass::NotFound,
             Error::BodyTooLarge { .. } => ErrorClass::TooLarge,
             Error::Timeout(_) => ErrorClass::Timeout,

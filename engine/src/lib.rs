@@ -23,6 +23,7 @@ pub mod audit;
 mod engine;
 pub mod error;
 pub mod export;
+pub mod facets;
 pub mod format;
 mod lower;
 pub mod output;
@@ -31,6 +32,7 @@ pub mod report;
 pub mod request;
 pub mod scope;
 pub mod search;
+mod token;
 
 pub use answer::{
     Attachment, CatalogColumn, CatalogTable, Completion, LogicalPlans, QueryResult, QueryStream,

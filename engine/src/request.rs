@@ -109,6 +109,11 @@ pub struct Request {
     /// The longest the answer may take, planning and every row included: past it the query is
     /// cancelled and fails with [`Error::Timeout`].
     pub timeout: Option<std::time::Duration>,
+    /// Whether a query of the language pages: its rows come in a total order and a cap that
+    /// cuts them hands out `next_cursor` (docs/language.md, "Pages").
+    pub paged: bool,
+    /// The previous page's `next_cursor` (a query of the language; it pages).
+    pub cursor: Option<String>,
 }
 
 impl Request {
@@ -119,6 +124,8 @@ impl Request {
             text: text.into(),
             caps: Caps::default(),
             timeout: None,
+            paged: false,
+            cursor: None,
         }
     }
 
@@ -139,6 +146,13 @@ impl Request {
     /// The same request with a time limit (`None`: none).
     pub fn with_timeout(mut self, timeout: Option<std::time::Duration>) -> Request {
         self.timeout = timeout;
+        self
+    }
+
+    /// The same request, paged: from the first page, or after `cursor`.
+    pub fn paged(mut self, cursor: Option<String>) -> Request {
+        self.paged = true;
+        self.cursor = cursor;
         self
     }
 }

@@ -64,9 +64,12 @@ pub struct QueryUnitsArgs {
     /// tool_name | count`. Call query_completions with kind "example" for valid examples.
     pub expression: String,
     /// At most this many rows (default 100). When rows are cut, the answer's `truncated` is
-    /// true: narrow the query or aggregate instead of reading on.
+    /// true and `next_cursor` continues: narrow the query or aggregate rather than reading on
+    /// where you can.
     #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<usize>,
+    /// The previous page's `next_cursor`, passed back unchanged with the same expression.
+    pub cursor: Option<String>,
 }
 
 /// `search`'s arguments.
@@ -89,6 +92,25 @@ pub struct SearchArgs {
     /// The previous page's `next_cursor`, passed back unchanged to get the next page (the
     /// walk stays stable while new sessions are ingested).
     pub cursor: Option<String>,
+}
+
+/// `facets`' arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FacetsArgs {
+    /// Count the sessions this search text matches (as `search` takes it).
+    pub query: Option<String>,
+    /// The search's lane: `auto` (default), `dialogue` or `actions`.
+    pub retrieval_lane: Option<String>,
+    /// Count the sessions holding a row of this query of the language, e.g.
+    /// `repo:quarry since:2026-11-01` or `messages where role:assistant`.
+    pub r#where: Option<String>,
+    /// Only these families: origin, tag, model, machine, day, repo, tool (default: all).
+    pub families: Option<Vec<String>>,
+    /// The time families may take in milliseconds; those not counted by then are deferred.
+    pub budget_ms: Option<u64>,
+    /// Leave out each value's idf.
+    #[serde(default)]
+    pub no_idf: bool,
 }
 
 /// `sql_query`'s arguments.
@@ -165,6 +187,7 @@ impl McpServer {
             Mode::Open(_) => &[
                 "query_units",
                 "search",
+                "facets",
                 "sql_query",
                 "explain",
                 "list_tables",
@@ -215,9 +238,10 @@ impl McpServer {
         &self,
         Parameters(args): Parameters<QueryUnitsArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(self
-            .run(Language::Query, &args.expression, args.limit)
-            .await)
+        let request = Request::query(&args.expression)
+            .with_caps(caps(args.limit))
+            .paged(args.cursor);
+        Ok(self.ask(request).await)
     }
 
     /// Ranked full-text search over the sessions: "find the session where I fixed the flaky
@@ -243,9 +267,35 @@ impl McpServer {
             match self.service.search(&self.asker, &request, None).await {
                 Ok(envelope) => {
                     let text = quarry::search::render_text(&envelope);
-                    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                    result.structured_content = serde_json::to_value(&envelope).ok();
-                    result
+                    structured(text, serde_json::to_value(&envelope).unwrap_or_default())
+                }
+                Err(e) => tool_error(&e, Some(request.text_of(&e))),
+            },
+        )
+    }
+
+    /// Facets: how the sessions a search (`query`) or a filter (`where`) finds spread over
+    /// origin, tag, model, machine, day, repo and tool, as session counts beside the same counts
+    /// over every session this scope sees (`scoped`, `global`), with each value's idf
+    /// (`ln(N / df)`, higher = rarer). Without either, both views are the scope's whole archive.
+    #[tool(annotations(read_only_hint = true))]
+    async fn facets(
+        &self,
+        Parameters(args): Parameters<FacetsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = quarry::facets::FacetsRequest {
+            text: args.query,
+            lane: args.retrieval_lane,
+            filter: args.r#where,
+            families: args.families,
+            budget_ms: args.budget_ms,
+            no_idf: args.no_idf,
+        };
+        Ok(
+            match self.service.facets(&self.asker, &request, None).await {
+                Ok(facets) => {
+                    let text = quarry::facets::render_text(&facets);
+                    structured(text, serde_json::to_value(&facets).unwrap_or_default())
                 }
                 Err(e) => tool_error(&e, Some(request.text_of(&e))),
             },
@@ -375,20 +425,29 @@ impl McpServer {
 impl McpServer {
     /// Runs a query within the server's limits: the envelope, or a tool error.
     async fn run(&self, language: Language, text: &str, limit: Option<usize>) -> CallToolResult {
-        let request = Request {
-            language,
-            text: text.to_string(),
-            caps: Caps {
-                limit: Some(limit.unwrap_or(DEFAULT_ROWS)),
-                offset: None,
-            },
-            timeout: None,
+        let request = match language {
+            Language::Sql => Request::sql(text),
+            _ => Request::query(text),
         };
+        self.ask(request.with_caps(caps(limit))).await
+    }
+
+    /// Answers `request` within the server's limits: the envelope, or a tool error.
+    async fn ask(&self, request: Request) -> CallToolResult {
+        let (language, text) = (request.language, request.text.clone());
         let answer = self.service.collect(&self.asker, request).await;
         match answer.and_then(|answer| answer_result(&answer, language)) {
             Ok(result) => result,
-            Err(e) => tool_error(&e, Some(text)),
+            Err(e) => tool_error(&e, Some(&text)),
         }
+    }
+}
+
+/// A tool call's row cap: `limit`, or [`DEFAULT_ROWS`].
+fn caps(limit: Option<usize>) -> Caps {
+    Caps {
+        limit: Some(limit.unwrap_or(DEFAULT_ROWS)),
+        offset: None,
     }
 }
 
@@ -409,10 +468,12 @@ fn answer_result(answer: &QueryResult, language: Language) -> Result<CallToolRes
     }
     text.push_str(&format!(
         "\n{rows} rows{}",
-        if answer.truncated {
-            " — truncated: more rows match; narrow the query, aggregate, or raise limit"
-        } else {
-            ""
+        match (answer.truncated, &answer.next_cursor) {
+            (true, Some(_)) => {
+                " — truncated: more rows match; pass next_cursor as cursor for the next page, or narrow the query"
+            }
+            (true, None) => " — truncated: more rows match; narrow the query, aggregate, or raise limit",
+            _ => "",
         }
     ));
     Ok(structured(text, value))

@@ -160,9 +160,23 @@ impl Service {
     ) -> Result<quarry::search::SearchEnvelope, Error> {
         let deadline = self.deadline(timeout);
         let (_slot, session) = self.open(asker, deadline, "search", &request.text).await?;
-        tokio::time::timeout_at(deadline.at, quarry::search::search(&session, request))
-            .await
-            .unwrap_or(Err(Error::Timeout(deadline.limit)))
+        within(deadline, quarry::search::search(&session, request)).await
+    }
+
+    /// Counts facets for `asker` within the server's time limit (`timeout` if shorter), holding
+    /// a query slot as a query does; audited as a search is.
+    pub async fn facets(
+        &self,
+        asker: &Asker,
+        request: &quarry::facets::FacetsRequest,
+        timeout: Option<Duration>,
+    ) -> Result<quarry::facets::Facets, Error> {
+        let deadline = self.deadline(timeout);
+        let about = request.text.as_deref().or(request.filter.as_deref());
+        let (_slot, session) = self
+            .open(asker, deadline, "facets", about.unwrap_or_default())
+            .await?;
+        within(deadline, quarry::facets::facets(&session, request)).await
     }
 
     /// A query slot and a session under `asker`'s scope, both within `deadline`; a failure is
@@ -219,12 +233,11 @@ impl Service {
         let started = Instant::now();
         let result = if plan {
             let deadline = self.deadline(None);
-            tokio::time::timeout_at(deadline.at, async {
+            within(deadline, async {
                 let session = self.session(asker).await?;
                 session.explain(expression).await
             })
             .await
-            .unwrap_or(Err(Error::Timeout(deadline.limit)))
             .map(Explained::Plan)
         } else {
             quarry_grammar::explain::explain(expression)
@@ -319,4 +332,14 @@ pub enum Explained {
     },
     /// DataFusion's plans.
     Plan(String),
+}
+
+/// `work`'s answer, or [`Error::Timeout`] when `deadline` passes first.
+async fn within<T>(
+    deadline: Deadline,
+    work: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    tokio::time::timeout_at(deadline.at, work)
+        .await
+        .unwrap_or(Err(Error::Timeout(deadline.limit)))
 }

@@ -20,7 +20,7 @@ import sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-OPEN_TOOLS = {"query_units", "search", "sql_query", "explain", "list_tables", "query_completions"}
+OPEN_TOOLS = {"query_units", "search", "facets", "sql_query", "explain", "list_tables", "query_completions"}
 PINNED_TOOLS = {"conversation_recent_turns", "conversation_list_tool_calls", "query_completions"}
 
 
@@ -77,6 +77,26 @@ async def open_server(args, db):
             check(len(rows_of(result)) == 5 and result.structured_content["truncated"] is True,
                   "a limit cuts the rows and sets truncated")
             check("truncated" in text_of(result), "the text rendering says truncated")
+
+            # query_units pages: each capped answer hands out next_cursor, and the walk equals
+            # SQLite's order of the reader's rows by primary key.
+            want = [r[0] for r in db.execute(
+                f"SELECT m.message_id {visible} AND m.role = 'user' ORDER BY m.message_id", (owner,))]
+            walked, cursor, pages = [], None, 0
+            while True:
+                call = {"expression": "messages where role:user | select message_id", "limit": 40}
+                if cursor:
+                    call["cursor"] = cursor
+                result = await session.call_tool("query_units", call)
+                check(not result.is_error, f"query_units page {pages + 1}: {text_of(result)[:300]}")
+                walked += [r[0] for r in rows_of(result)]
+                pages += 1
+                cursor = result.structured_content.get("next_cursor")
+                if not cursor:
+                    break
+                check(pages < 1000, "the query_units walk ends")
+            check(walked == want and pages > 1,
+                  f"query_units pages ({pages}) walk the reader's {len(want)} user messages in key order")
 
             result = await session.call_tool("list_tables", {})
             names = {t["name"] for t in result.structured_content["tables"]}
@@ -147,6 +167,23 @@ async def open_server(args, db):
             result = await session.call_tool("search", {"query": "test", "retrieval_lane": "semantic"})
             check(result.is_error and result.structured_content["code"] == "lane_unavailable",
                   "the semantic lane is a typed unavailability, not a fallback")
+
+            # Facets over the reader's sessions: the global view equals SQLite's counts of the
+            # reader's sessions, and the search-scoped view counts the sessions the walk found.
+            result = await session.call_tool("facets", {"families": ["origin", "tool"]})
+            check(not result.is_error, f"facets answer: {text_of(result)[:300]}")
+            facets = result.structured_content
+            expected = dict(db.execute(
+                "SELECT origin, count(*) FROM sessions WHERE owner = ? GROUP BY origin", (owner,)))
+            got = {b["value"]: b["count"] for b in facets["global"]["origin"]}
+            check(got == expected, f"global origin counts are the reader's sessions: {got} vs {expected}")
+            check(not facets["scoped_to_query"] and facets["complete_families"] == ["origin", "tool"],
+                  "an unfiltered facets call counts the families asked for")
+            result = await session.call_tool("facets", {"query": "test", "families": ["origin"]})
+            facets = result.structured_content
+            check(facets["scoped_to_query"] and facets["total_sessions"]["scoped"] == len(walked)
+                  and sum(b["count"] for b in facets["scoped"]["origin"]) == len(walked),
+                  f"search-scoped facets count the {len(walked)} sessions the search found")
 
             result = await session.call_tool("explain", {"expression": "messages | group by role | count"})
             check(not result.is_error and result.structured_content["unit_source"] == "messages",

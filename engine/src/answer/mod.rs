@@ -2,6 +2,7 @@
 //! record batches ([`QueryStream`]) or collected ([`QueryResult`]), and what is known once it
 //! has ended ([`Completion`]). The engine makes them; the encoders and the front ends read them.
 
+pub mod page;
 mod stream;
 
 use datafusion::arrow::datatypes::DataType;
@@ -62,7 +63,7 @@ pub struct UnpricedModel {
 }
 
 /// What is known of an answer once its stream has ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Completion {
     /// Rows the stream produced.
     pub rows: usize,
@@ -70,6 +71,9 @@ pub struct Completion {
     pub input_rows: Option<u64>,
     /// Whether a cap the caller set cut the rows.
     pub truncated: bool,
+    /// The cursor of the next page, when a cap cut a paged answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// A table of a session's catalog, as [`Quarry::catalog`] lists it.

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 
+use super::page::Pager;
 use super::{Completion, ResultMeta};
 use crate::audit::{Outcome, Ticket};
 use crate::error::{Error, engine_error};
@@ -43,6 +44,7 @@ pub struct QueryStream {
     ended: bool,
     ticket: Option<Ticket>,
     deadline: Option<Timer>,
+    pager: Option<Pager>,
 }
 
 /// A deadline being waited for.
@@ -75,6 +77,8 @@ pub struct QueryResult {
     pub input_rows: Option<u64>,
     /// Whether a cap the caller set cut the rows.
     pub truncated: bool,
+    /// The cursor of the next page, when a cap cut a paged answer.
+    pub next_cursor: Option<String>,
     /// Attached rows of `with` projections, in the order the query names them.
     pub attachments: Vec<Attachment>,
 }
@@ -91,6 +95,7 @@ impl QueryResult {
             rows: self.num_rows(),
             input_rows: self.input_rows,
             truncated: self.truncated,
+            next_cursor: self.next_cursor.clone(),
         }
     }
 }
@@ -103,10 +108,17 @@ impl QueryStream {
         counter: Option<RowCounter>,
         attached: Attached,
         ticket: Option<Ticket>,
-    ) -> Self {
-        QueryStream {
+        pager: Option<Pager>,
+    ) -> Result<Self, Error> {
+        let schema = match &pager {
+            Some(pager) => pager
+                .returned_schema(&inner.schema())
+                .map_err(|e| engine_error(e.into()))?,
+            None => inner.schema(),
+        };
+        Ok(QueryStream {
             meta,
-            schema: inner.schema(),
+            schema,
             inner: Some(inner),
             limit,
             rows: 0,
@@ -116,7 +128,14 @@ impl QueryStream {
             ended: false,
             ticket,
             deadline: None,
-        }
+            pager,
+        })
+    }
+
+    /// The same stream, its outcome recorded on `ticket`.
+    pub(crate) fn with_ticket(mut self, ticket: Ticket) -> Self {
+        self.ticket = Some(ticket);
+        self
     }
 
     /// The same stream, failing with [`Error::Timeout`] once `deadline` passes.
@@ -151,7 +170,16 @@ impl QueryStream {
             rows: self.rows,
             input_rows: self.counter.as_ref().map(RowCounter::get),
             truncated: self.truncated,
+            next_cursor: self.next_cursor(),
         })
+    }
+
+    /// The cursor of the next page: when the answer is paged and a cap cut it.
+    fn next_cursor(&self) -> Option<String> {
+        match (&self.pager, self.truncated) {
+            (Some(pager), true) => pager.next_cursor(self.rows),
+            _ => None,
+        }
     }
 
     /// The completion of a stream that has been read to its end (an error if it has not: an
@@ -176,6 +204,7 @@ impl QueryStream {
         Ok(QueryResult {
             input_rows: self.counter.as_ref().map(RowCounter::get),
             truncated: self.truncated,
+            next_cursor: self.next_cursor(),
             meta: self.meta,
             schema: self.schema,
             batches,
@@ -245,6 +274,14 @@ impl QueryStream {
         }
     }
 
+    /// `batch` as the answer returns it (a paged answer's hidden order columns left out).
+    fn returned(&mut self, batch: RecordBatch) -> Result<RecordBatch, Error> {
+        match self.pager.as_mut() {
+            Some(pager) => pager.pass(batch).map_err(|e| engine_error(e.into())),
+            None => Ok(batch),
+        }
+    }
+
     /// Counts rows passed on (an abandoned stream's outcome reports them).
     fn passed(&mut self, rows: usize) {
         self.rows += rows;
@@ -293,17 +330,15 @@ impl Stream for QueryStream {
                 .map_or(usize::MAX, |l| l.saturating_sub(this.rows));
             if batch.num_rows() <= room {
                 this.passed(batch.num_rows());
-                return Poll::Ready(Some(Ok(batch)));
+                return Poll::Ready(Some(this.returned(batch)));
             }
             // The cap cuts this batch: the rest is not wanted. (An aggregate's input count is
             // already complete: it read its whole input before its first group.)
             this.truncated = true;
             this.passed(room);
+            let last = (room > 0).then(|| this.returned(batch.slice(0, room)));
             this.end();
-            if room == 0 {
-                return Poll::Ready(None);
-            }
-            return Poll::Ready(Some(Ok(batch.slice(0, room))));
+            return Poll::Ready(last);
         }
     }
 }

@@ -31,7 +31,29 @@ impl Memo {
         if let Some(value) = self.kept::<T>(key, generation) {
             return Ok(value);
         }
-        let value = Arc::new(compute()?);
+        Ok(self.keep(key, generation, compute()?))
+    }
+
+    /// As [`Memo::get`] for a value computed asynchronously (a query of the engine), and
+    /// whether it was kept already. A computation dropped half-way keeps nothing.
+    pub async fn get_async<T: Any + Send + Sync, F>(
+        &self,
+        key: &str,
+        generation: i64,
+        compute: impl FnOnce() -> F,
+    ) -> Result<(Arc<T>, bool), Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        if let Some(value) = self.kept::<T>(key, generation) {
+            return Ok((value, true));
+        }
+        Ok((self.keep(key, generation, compute().await?), false))
+    }
+
+    /// Keeps `value` as `key`'s at `generation`.
+    fn keep<T: Any + Send + Sync>(&self, key: &str, generation: i64, value: T) -> Arc<T> {
+        let value = Arc::new(value);
         let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner());
         if values.len() >= KEPT {
             let oldest = values.values().map(|(g, _)| *g).min().unwrap_or(generation);
@@ -41,7 +63,7 @@ impl Memo {
             }
         }
         values.insert(key.to_string(), (generation, value.clone()));
-        Ok(value)
+        value
     }
 
     fn kept<T: Any + Send + Sync>(&self, key: &str, generation: i64) -> Option<Arc<T>> {

@@ -39,10 +39,12 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use self::count::{CountRows, QuarryQueryPlanner};
 pub(crate) use self::view::read_only;
 use self::view::{Catalog, Stamp, View, Watch};
+use crate::answer::page::{At, PageCursor, Pager};
 use crate::answer::{Attached, LogicalPlans, QueryStream, ResultMeta, RowCounter, Source};
 use crate::audit::{AuditLog, Caller, Language, Outcome, Ticket};
 use crate::error::{Error, engine_error};
 use crate::lower::clock::{Clock, ClockError};
+use crate::lower::keyset::Keyset;
 use crate::lower::tables::Tables;
 use crate::lower::{LowerError, lower};
 use crate::request::{Caps, Deadline, Options, Request};
@@ -322,6 +324,11 @@ impl Session {
         self.view.chosen().source
     }
 
+    /// The clock its relative dates and time buckets are read with.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     /// The session's DataFusion context (exports run their plans in it).
     pub(crate) fn context(&self) -> &SessionContext {
         &self.ctx
@@ -338,10 +345,23 @@ impl Session {
     /// Parses, resolves and lowers `query`: the plan of its rows (an aggregate's input counted
     /// on the way), what the answer is, and the plans of attached rows.
     async fn plan(&self, query: &str) -> Result<Planned, Error> {
+        self.plan_paged(query, None).await
+    }
+
+    /// As [`Session::plan`], in keyset order when `keyset` is given and the query returns rows
+    /// of a unit with a primary key (`Planned::keyset`).
+    async fn plan_paged(&self, query: &str, keyset: Option<&Keyset>) -> Result<Planned, Error> {
         let resolved = quarry_grammar::check(query).map_err(Error::Query)?;
         let tables = Tables::from_providers(self.view.tables());
-        let lowered = lower(&resolved, &tables, &self.clock, self.engine.options.planted)
-            .map_err(lower_error)?;
+        let lowered = lower(
+            &resolved,
+            &tables,
+            &self.clock,
+            self.engine.options.planted,
+            keyset,
+        )
+        .map_err(lower_error)?;
+        let keyset = lowered.keyset;
         let (plan, counter) = if lowered.aggregated {
             let counter = RowCounter::default();
             let plan = count_aggregate_input(lowered.plan, &counter).map_err(engine_error)?;
@@ -366,6 +386,7 @@ impl Session {
                 ctx: self.ctx.clone(),
                 plans: lowered.attachments,
             },
+            keyset,
         })
     }
 
@@ -392,7 +413,14 @@ impl Session {
         }
         let started = async {
             match request.language {
+                Language::Sql if request.paged || request.cursor.is_some() => {
+                    Err(Error::BadRequest(
+                        "SQL answers do not page: use LIMIT and OFFSET, or ask in the language"
+                            .into(),
+                    ))
+                }
                 Language::Sql => self.start_sql(&request.text, request.caps).await,
+                _ if request.paged || request.cursor.is_some() => self.start_paged(request).await,
                 _ => self.start_query(&request.text, request.caps).await,
             }
         };
@@ -418,13 +446,96 @@ impl Session {
 
     async fn start_query(&self, query: &str, caps: Caps) -> Result<Started, Error> {
         let planned = self.plan(query).await?;
+        self.start(planned, caps, None).await
+    }
+
+    /// Starts running `planned` under `caps`, its pages kept by `pager`.
+    async fn start(
+        &self,
+        planned: Planned,
+        caps: Caps,
+        pager: Option<Pager>,
+    ) -> Result<Started, Error> {
         let stream = self.execute(planned.plan, caps).await?;
         Ok(Started {
             meta: planned.meta,
             stream,
             counter: planned.counter,
             attached: planned.attached,
+            pager,
         })
+    }
+
+    /// Starts a paged query: the first page, or the page after `request.cursor` (checked to
+    /// be this query's, in this scope, and for an offset page, at this generation).
+    async fn start_paged(&self, request: &Request) -> Result<Started, Error> {
+        let digest = crate::answer::page::digest(&request.text, &self.scope.identity());
+        let cursor = match &request.cursor {
+            Some(token) => Some(PageCursor::checked(token, &digest)?),
+            None => None,
+        };
+        if cursor.is_some() && request.caps.offset.is_some_and(|o| o > 0) {
+            return Err(Error::BadRequest(
+                "pass either an offset or a cursor, not both: the cursor knows where the page starts"
+                    .into(),
+            ));
+        }
+        // Rows before the next page: the cursor's, or on a first page the rows its offset skips.
+        let returned = cursor
+            .as_ref()
+            .map_or_else(|| request.caps.offset.unwrap_or(0) as u64, |c| c.returned);
+        let keyset = Keyset {
+            after: match &cursor {
+                Some(PageCursor {
+                    at: At::Key { key },
+                    ..
+                }) => Some(key.clone()),
+                _ => None,
+            },
+            returned,
+        };
+        let planned = self.plan_paged(&request.text, Some(&keyset)).await?;
+        let mut caps = request.caps;
+        let generation = planned.meta.generation;
+        match (&cursor, planned.keyset) {
+            (
+                Some(PageCursor {
+                    at: At::Key { .. }, ..
+                }),
+                false,
+            )
+            | (
+                Some(PageCursor {
+                    at: At::Offset { .. },
+                    ..
+                }),
+                true,
+            ) => {
+                return Err(Error::InvalidCursor(
+                    "the cursor does not fit this query's pages: run the query without it".into(),
+                ));
+            }
+            (
+                Some(PageCursor {
+                    at: At::Offset { generation: then },
+                    ..
+                }),
+                false,
+            ) if *then != generation => {
+                return Err(Error::StaleCursor(format!(
+                    "the archive moved from generation {then} to {generation} since the first page, so this answer's rows could have shifted: run the query again without the cursor"
+                )));
+            }
+            (Some(_), false) => caps.offset = Some(usize::try_from(returned).unwrap_or(usize::MAX)),
+            _ => {}
+        }
+        let schema = planned.plan.schema().as_arrow().clone();
+        let pager = if planned.keyset {
+            Pager::keyset(digest, returned, &schema)
+        } else {
+            Pager::offset(digest, returned, generation)
+        };
+        self.start(planned, caps, Some(pager)).await
     }
 
     async fn start_sql(&self, text: &str, caps: Caps) -> Result<Started, Error> {
@@ -459,6 +570,7 @@ impl Session {
                 ctx: self.ctx.clone(),
                 plans: Vec::new(),
             },
+            pager: None,
         })
     }
 
@@ -477,19 +589,47 @@ impl Session {
             }
             None => "sessions | select session_id".to_string(),
         };
-        let planned = self.plan(&query).await?;
+        let rows = self.string_rows(&query).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|mut row| row.remove(0))
+            .collect())
+    }
+
+    /// The rows of `query` (the language, run in the session's scope with no caps, not
+    /// audited: a part of a request that is), every column as text (`None`: NULL; a time as
+    /// its epoch milliseconds).
+    pub(crate) async fn string_rows(&self, query: &str) -> Result<Vec<Vec<Option<String>>>, Error> {
+        use datafusion::arrow::array::{Array, AsArray};
+        use datafusion::arrow::datatypes::DataType;
+        let planned = self.plan(query).await?;
         let batches = self.collect_plan(planned.plan).await?;
-        let mut ids = std::collections::HashSet::new();
+        let mut rows = Vec::new();
         for batch in batches {
-            let column = datafusion::arrow::compute::cast(
-                batch.column(0),
-                &datafusion::arrow::datatypes::DataType::Utf8,
-            )
-            .map_err(|e| engine_error(e.into()))?;
-            let strings = datafusion::arrow::array::AsArray::as_string::<i32>(&column);
-            ids.extend(strings.iter().flatten().map(str::to_string));
+            let text = |c: &datafusion::arrow::array::ArrayRef| match c.data_type() {
+                DataType::Timestamp(..) => datafusion::arrow::compute::cast(c, &DataType::Int64)
+                    .and_then(|ms| datafusion::arrow::compute::cast(&ms, &DataType::Utf8)),
+                _ => datafusion::arrow::compute::cast(c, &DataType::Utf8),
+            };
+            let columns = batch
+                .columns()
+                .iter()
+                .map(text)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| engine_error(e.into()))?;
+            for i in 0..batch.num_rows() {
+                rows.push(
+                    columns
+                        .iter()
+                        .map(|c| {
+                            let strings = c.as_string::<i32>();
+                            strings.is_valid(i).then(|| strings.value(i).to_string())
+                        })
+                        .collect(),
+                );
+            }
         }
-        Ok(ids)
+        Ok(rows)
     }
 
     /// Every batch of `plan`, run in the session's context with no caps (a part of a request
@@ -549,7 +689,7 @@ impl Session {
     }
 
     /// The generation the answer reflects: the snapshot's, or the archive's now.
-    fn generation(&self) -> Result<i64, Error> {
+    pub(crate) fn generation(&self) -> Result<i64, Error> {
         match self.view.chosen().snapshot_generation {
             Some(generation) => Ok(generation),
             None => self.engine.generation(),
@@ -700,15 +840,12 @@ fn audited(
     started: Result<Started, Error>,
     caps: Caps,
 ) -> Result<QueryStream, Error> {
-    match started {
-        Ok(s) => Ok(QueryStream::new(
-            s.meta,
-            s.stream,
-            caps.limit,
-            s.counter,
-            s.attached,
-            Some(ticket),
-        )),
+    match started.and_then(|s| {
+        QueryStream::new(
+            s.meta, s.stream, caps.limit, s.counter, s.attached, None, s.pager,
+        )
+    }) {
+        Ok(stream) => Ok(stream.with_ticket(ticket)),
         Err(e) => {
             let _ = ticket.finish(Outcome::Error(&e.message()));
             Err(e)
@@ -749,6 +886,7 @@ struct Started {
     stream: datafusion::execution::SendableRecordBatchStream,
     counter: Option<RowCounter>,
     attached: Attached,
+    pager: Option<Pager>,
 }
 
 /// A query ready to run.
@@ -757,6 +895,8 @@ struct Planned {
     counter: Option<RowCounter>,
     meta: ResultMeta,
     attached: Attached,
+    /// Whether the plan's rows are in keyset order (with hidden order columns).
+    keyset: bool,
 }
 
 /// `plan` with the aggregate of its main chain (the first one met walking down first inputs)

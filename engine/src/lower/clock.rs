@@ -98,6 +98,12 @@ impl Clock {
         Ok(self.local_midnight(day + Duration::days(1))? - 1)
     }
 
+    /// The local date (`YYYY-MM-DD`) of an instant in epoch milliseconds, in the clock's zone.
+    pub fn local_date(&self, ms: i64) -> Option<String> {
+        let instant = Utc.timestamp_millis_opt(ms).single()?;
+        Some(instant.with_timezone(&self.zone).date_naive().to_string())
+    }
+
     /// Epoch milliseconds of the local midnight starting `day`.
     fn local_midnight(&self, day: NaiveDate) -> Result<i64, ClockError> {
         day.and_hms_opt(0, 0, 0)

@@ -4,6 +4,7 @@
 //! plans computed per session. Nothing here executes; `engine` runs the plans.
 
 pub mod clock;
+pub mod keyset;
 mod planted;
 pub mod predicate;
 pub mod tables;
@@ -69,15 +70,20 @@ pub struct Lowered {
     pub aggregated: bool,
     /// Attached rows per projection: (unit name, plan with a `session_id` column).
     pub attachments: Vec<(&'static str, LogicalPlan)>,
+    /// Whether the rows are in keyset order, with their hidden order columns
+    /// ([`keyset`]): asked for, and the query returns rows of a unit with a primary key.
+    pub keyset: bool,
 }
 
 /// Lowers `resolved` with the archive's `tables` and `clock` (and, for the differential
-/// fuzzer's self-test only, a `planted` bug).
+/// fuzzer's self-test only, a `planted` bug). With `paging`, a query returning rows of a unit
+/// with a primary key is ordered totally and starts after the keyset's anchor.
 pub fn lower(
     resolved: &Resolved,
     tables: &Tables,
     clock: &Clock,
     planted: Option<PlantedBug>,
+    paging: Option<&keyset::Keyset>,
 ) -> Result<Lowered, LowerError> {
     let predicates = PredicateLowerer {
         tables,
@@ -95,8 +101,16 @@ pub fn lower(
     let mut sort: Vec<SortExpr> = Vec::new();
     let session_columns = session_refs(resolved);
     let mut joined_sessions = false;
+    let paging = paging.filter(|_| pageable(resolved, def));
+    let last_sort = resolved
+        .pipeline_stages
+        .iter()
+        .rposition(|s| matches!(s, PipelineStage::Sort { .. }));
+    if paging.is_some() {
+        builder = keyset::with_primary_key(builder, def.schema.key)?;
+    }
 
-    for stage in &resolved.pipeline_stages {
+    for (index, stage) in resolved.pipeline_stages.iter().enumerate() {
         match stage {
             PipelineStage::SessionScope { predicate } => {
                 let expr = predicates.lower(predicate, UnitId::Sessions)?;
@@ -149,7 +163,12 @@ pub fn lower(
                     joined_sessions = true;
                 }
                 sort = sort_exprs(key, *descending, aggregated, resolved, &sort)?;
-                builder = builder.sort(sort.clone())?;
+                builder = match paging {
+                    // Only the last sort stage orders the pages.
+                    Some(k) if Some(index) == last_sort => keyset::order(builder, &sort, k)?,
+                    Some(_) => builder,
+                    None => builder.sort(sort.clone())?,
+                };
                 sort.clear();
             }
             PipelineStage::Select { columns } => {
@@ -160,10 +179,13 @@ pub fn lower(
                 if !sort.is_empty() {
                     builder = builder.sort(std::mem::take(&mut sort))?;
                 }
-                let exprs = columns
+                let mut exprs = columns
                     .iter()
                     .map(|c| column_expr(c).map(|e| e.alias(c.field.clone())))
                     .collect::<Result<Vec<_>, _>>()?;
+                if paging.is_some() {
+                    exprs.extend(keyset::hidden_columns(builder.schema()));
+                }
                 builder = builder.project(exprs)?;
             }
             PipelineStage::Offset { n } => offset = usize::try_from(*n).unwrap_or(usize::MAX),
@@ -178,6 +200,17 @@ pub fn lower(
     }
     if !sort.is_empty() {
         builder = builder.sort(sort)?;
+    }
+    if let Some(k) = paging {
+        if last_sort.is_none() {
+            builder = keyset::order(builder, &[], k)?;
+        }
+        // A later page starts after its anchor: the query's offset is behind it, and its
+        // limit counts the rows earlier pages returned.
+        if k.after.is_some() {
+            offset = 0;
+            limit = limit.map(|l| l.saturating_sub(usize::try_from(k.returned).unwrap_or(l)));
+        }
     }
     if joined_sessions && !aggregated {
         // Keep the unit's own columns (and any selected session columns) only.
@@ -197,7 +230,22 @@ pub fn lower(
         plan: builder.build()?,
         aggregated,
         attachments,
+        keyset: paging.is_some(),
     })
+}
+
+/// Whether `resolved` can page by keyset: it returns rows (no aggregate, no attached rows) of
+/// a unit whose table has a primary key.
+fn pageable(resolved: &Resolved, def: &Unit) -> bool {
+    !def.schema.key.is_empty()
+        && !resolved.pipeline_stages.iter().any(|s| {
+            matches!(
+                s,
+                PipelineStage::Aggregate { .. }
+                    | PipelineStage::GroupBy { .. }
+                    | PipelineStage::Project { .. }
+            )
+        })
 }
 
 /// Every `session.<field>` column the pipeline reads (group keys, metrics, sort, select).

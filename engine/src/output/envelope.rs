@@ -42,6 +42,9 @@ pub struct Envelope<'a, R = Box<RawValue>> {
     pub input_rows: Option<u64>,
     /// Whether a cap the caller set (not the query's own `limit`) cut the rows.
     pub truncated: bool,
+    /// The cursor of the next page, when a cap cut a paged answer (docs/language.md, "Pages").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
     /// Partitions that could not be read (always 0: a failure fails the query).
     pub skipped_partitions: u64,
     /// Rows of other units attached by `with` projections.
@@ -120,6 +123,7 @@ impl<'a> Envelope<'a> {
             total: completion.rows,
             input_rows: completion.input_rows,
             truncated: completion.truncated,
+            next_cursor: completion.next_cursor.clone(),
             skipped_partitions: meta.skipped_partitions,
             attachments: attached_rows(attached)?,
         })
@@ -155,6 +159,7 @@ impl<'a, R> Envelope<'a, R> {
             total: self.total,
             input_rows: self.input_rows,
             truncated: self.truncated,
+            next_cursor: self.next_cursor,
             skipped_partitions: self.skipped_partitions,
             attachments,
         })

@@ -34,6 +34,8 @@ struct Tail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     input_rows: Option<u64>,
     truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
     skipped_partitions: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     attachments: Vec<AttachedRows<'a>>,
@@ -118,6 +120,7 @@ impl Encode for EnvelopeEncoder {
             total: completion.rows,
             input_rows: completion.input_rows,
             truncated: completion.truncated,
+            next_cursor: completion.next_cursor.clone(),
             skipped_partitions: self.skipped_partitions,
             attachments,
         };

@@ -42,6 +42,9 @@ fn render_parts(
     if completion.truncated {
         footer.push_str("; truncated by --limit");
     }
+    if let Some(cursor) = &completion.next_cursor {
+        footer.push_str(&format!("; next page: --cursor {cursor}"));
+    }
     out.push_str(&footer);
     out.push('\n');
     for attached in attachments {

@@ -52,6 +52,15 @@ impl Scope {
     pub fn is_admin(&self) -> bool {
         matches!(self, Scope::Admin)
     }
+
+    /// What identifies the scope in a cursor's digest and in the keys of values kept per scope:
+    /// its name and definition.
+    pub fn identity(&self) -> String {
+        match self {
+            Scope::Admin => "admin".into(),
+            Scope::Reader(reader) => format!("{}\u{0}{}", reader.name, reader.definition_key()),
+        }
+    }
 }
 
 /// A reader scope: its sessions are those matching `sessions` (when given) whose owner is

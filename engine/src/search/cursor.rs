@@ -8,10 +8,7 @@
 //! (later pages rank only blocks that existed at that generation), and the statistics that
 //! ranking used. Handing it to another request (other text, lane, scope, ...) is refused.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use super::bm25::Stats;
 
@@ -25,7 +22,7 @@ pub struct Cursor {
     pub v: u32,
     /// The lane it was minted in.
     pub lane: String,
-    /// The digest of the request it belongs to ([`digest`]).
+    /// The digest of the request it belongs to ([`crate::token::digest`]).
     pub digest: String,
     /// The archive generation of the first page.
     pub generation: i64,
@@ -74,27 +71,14 @@ impl Cursor {
 
     /// The token.
     pub fn encode(&self) -> String {
-        let json = serde_json::to_vec(self).unwrap_or_default();
-        URL_SAFE_NO_PAD.encode(json)
+        crate::token::encode(self)
     }
 
     /// Reads a token; `None` when it is not one of ours.
     pub fn decode(token: &str) -> Option<Cursor> {
-        let bytes = URL_SAFE_NO_PAD.decode(token.trim()).ok()?;
-        let cursor: Cursor = serde_json::from_slice(&bytes).ok()?;
+        let cursor: Cursor = crate::token::decode(token)?;
         (cursor.v == VERSION && cursor.score().is_finite()).then_some(cursor)
     }
-}
-
-/// The digest of a request: every part that changes what its pages hold.
-pub fn digest(parts: &[&str]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update(part.len().to_le_bytes());
-        hasher.update(part.as_bytes());
-    }
-    let hash = hasher.finalize();
-    hash[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
@@ -112,7 +96,7 @@ mod tests {
         };
         let c = Cursor::new(
             "dialogue",
-            digest(&["a", "b"]),
+            crate::token::digest(&["a", "b"]),
             4,
             77,
             stats,
@@ -122,12 +106,9 @@ mod tests {
         );
         assert_eq!(Cursor::decode(&c.encode()), Some(c));
         assert_eq!(Cursor::decode("not a cursor"), None);
-        assert_eq!(Cursor::decode(&URL_SAFE_NO_PAD.encode(b"{\"v\":9}")), None);
-    }
-
-    #[test]
-    fn digests_separate_their_parts() {
-        assert_ne!(digest(&["ab", "c"]), digest(&["a", "bc"]));
-        assert_eq!(digest(&["x"]), digest(&["x"]));
+        assert_eq!(
+            Cursor::decode(&crate::token::encode(&serde_json::json!({"v": 9}))),
+            None
+        );
     }
 }

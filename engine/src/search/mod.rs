@@ -65,10 +65,16 @@ impl SearchRequest {
     /// The text an error of this request is about, to draw its diagnostics under: the filter
     /// for a query error (the only part in the query language), else the search text.
     pub fn text_of(&self, error: &Error) -> &str {
-        match (error, &self.filter) {
-            (Error::Query(_), Some(filter)) => filter,
-            _ => &self.text,
-        }
+        about(error, self.filter.as_deref(), &self.text)
+    }
+}
+
+/// The text an error is about: the filter for a query error (the only part in the query
+/// language), else the search text.
+pub(crate) fn about<'a>(error: &Error, filter: Option<&'a str>, text: &'a str) -> &'a str {
+    match (error, filter) {
+        (Error::Query(_), Some(filter)) => filter,
+        _ => text,
     }
 }
 
@@ -116,81 +122,22 @@ fn audit_text(request: &SearchRequest) -> String {
 }
 
 async fn run(session: &Session, request: &SearchRequest) -> Result<SearchEnvelope, Error> {
-    let lane = lane(request.lane.as_deref())?;
-    let search = text::parse(&request.text).map_err(|e| Error::BadRequest(e.to_string()))?;
-    let page_size = request.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
-    if page_size == 0 || page_size > MAX_PAGE_SIZE {
-        return Err(Error::BadRequest(format!(
-            "page size {page_size} is out of range: ask for 1 to {MAX_PAGE_SIZE} hits per page"
-        )));
-    }
-    let filter = request
-        .filter
-        .as_deref()
-        .map(str::trim)
-        .filter(|f| !f.is_empty());
-    let scope = session.scope().clone();
-    let digest = cursor::digest(&[
-        "search",
-        &RANKING_POLICY_VERSION.to_string(),
-        lane.name(),
-        &search.normalized,
-        filter.unwrap_or(""),
-        &page_size.to_string(),
-        &scope_identity(&scope),
-        request.session.as_deref().unwrap_or(""),
-    ]);
-    let cursor = match &request.cursor {
-        Some(token) => Some(checked_cursor(token, lane, &digest)?),
-        None => None,
-    };
-    // The scope's sessions and the filter's, decided by the engine before any ranking.
-    let scope_sessions = match &scope {
-        Scope::Admin => None,
-        Scope::Reader(_) => Some(session.session_ids(None).await?),
-    };
-    let candidates = match filter {
-        Some(filter) => Some(session.session_ids(Some(filter)).await?),
-        None => None,
-    };
-    if let Some(id) = &request.session {
-        let visible = match &scope_sessions {
-            Some(sessions) => sessions.contains(id),
-            None => session.session_exists(id).await?,
-        };
-        if !visible {
-            return Err(Error::NotFound(format!("no session `{id}` in this scope")));
-        }
-    }
-    let hidden = match &scope {
-        Scope::Admin => None,
-        Scope::Reader(_) => session.engine().hidden_messages().await,
-    };
-    let job = Job {
-        archive: session.engine().path().to_path_buf(),
-        scope_key: scope_identity(&scope),
-        engine: session.engine().clone(),
-        guard: !scope.is_admin(),
-        lane,
-        search,
-        scope_sessions,
-        candidates,
-        hidden,
-        within: request.session.clone(),
-        page_size,
-        offset: request.offset.unwrap_or(0),
-        cursor,
-        digest,
-    };
+    let job = Job::prepare(session, request).await?;
     blocking(move || job.run()).await
 }
 
-/// What identifies a scope in a cursor's digest and the memo's keys: its name and definition.
-fn scope_identity(scope: &Scope) -> String {
-    match scope {
-        Scope::Admin => "admin".into(),
-        Scope::Reader(reader) => format!("{}\u{0}{}", reader.name, reader.definition_key()),
-    }
+/// The sessions `request`'s text matches in its lane under the session's scope and filter
+/// (what the facets of a search count), with the normalized text and the lane.
+pub(crate) async fn matching_sessions(
+    session: &Session,
+    request: &SearchRequest,
+) -> Result<(String, Lane, HashSet<String>), Error> {
+    let job = Job::prepare(session, request).await?;
+    blocking(move || {
+        let sessions = job.read(|job, conn| job.matching(conn))?;
+        Ok((job.search.normalized, job.lane, sessions))
+    })
+    .await
 }
 
 /// `token` as a cursor of this request, or why not.
@@ -243,14 +190,120 @@ fn key(entry: &Ranked, within: bool) -> String {
 }
 
 impl Job {
+    /// The job of `request` in `session`: its text, lane and cursor checked, the scope's and
+    /// the filter's sessions decided by the engine before anything is ranked.
+    async fn prepare(session: &Session, request: &SearchRequest) -> Result<Job, Error> {
+        let lane = lane(request.lane.as_deref())?;
+        let search = text::parse(&request.text).map_err(|e| Error::BadRequest(e.to_string()))?;
+        let page_size = request.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+        if page_size == 0 || page_size > MAX_PAGE_SIZE {
+            return Err(Error::BadRequest(format!(
+                "page size {page_size} is out of range: ask for 1 to {MAX_PAGE_SIZE} hits per page"
+            )));
+        }
+        let filter = request
+            .filter
+            .as_deref()
+            .map(str::trim)
+            .filter(|f| !f.is_empty());
+        let scope = session.scope().clone();
+        let digest = crate::token::digest(&[
+            "search",
+            &RANKING_POLICY_VERSION.to_string(),
+            lane.name(),
+            &search.normalized,
+            filter.unwrap_or(""),
+            &page_size.to_string(),
+            &scope.identity(),
+            request.session.as_deref().unwrap_or(""),
+        ]);
+        let cursor = match &request.cursor {
+            Some(token) => Some(checked_cursor(token, lane, &digest)?),
+            None => None,
+        };
+        let scope_sessions = match &scope {
+            Scope::Admin => None,
+            Scope::Reader(_) => Some(session.session_ids(None).await?),
+        };
+        let candidates = match filter {
+            Some(filter) => Some(session.session_ids(Some(filter)).await?),
+            None => None,
+        };
+        if let Some(id) = &request.session {
+            let visible = match &scope_sessions {
+                Some(sessions) => sessions.contains(id),
+                None => session.session_exists(id).await?,
+            };
+            if !visible {
+                return Err(Error::NotFound(format!("no session `{id}` in this scope")));
+            }
+        }
+        let hidden = match &scope {
+            Scope::Admin => None,
+            Scope::Reader(_) => session.engine().hidden_messages().await,
+        };
+        Ok(Job {
+            archive: session.engine().path().to_path_buf(),
+            scope_key: scope.identity(),
+            engine: session.engine().clone(),
+            guard: !scope.is_admin(),
+            lane,
+            search,
+            scope_sessions,
+            candidates,
+            hidden,
+            within: request.session.clone(),
+            page_size,
+            offset: request.offset.unwrap_or(0),
+            cursor,
+            digest,
+        })
+    }
+
     fn run(self) -> Result<SearchEnvelope, Error> {
+        self.read(|job, conn| job.ranked_page(conn))
+    }
+
+    /// `work` over the archive in one read transaction, with the FTS5 function registered.
+    fn read<T>(
+        &self,
+        work: impl FnOnce(&Self, &Connection) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let archive_error = |e: rusqlite::Error| Error::archive(&self.archive, e);
         let conn = crate::engine::read_only(&self.archive).map_err(archive_error)?;
         quarry_fts5::register(&conn).map_err(archive_error)?;
         conn.execute_batch("BEGIN").map_err(archive_error)?;
-        let answer = self.ranked_page(&conn);
+        let answer = work(self, &conn);
         let _ = conn.execute_batch("COMMIT");
         answer
+    }
+
+    /// The messages no dialogue search ranks (system messages), kept per generation.
+    fn excluded(&self, conn: &Connection, now: i64) -> Result<Arc<HashSet<String>>, Error> {
+        self.engine.memo().get("search:system-messages", now, || {
+            rank::system_messages(conn).map_err(|e| Error::archive(&self.archive, e))
+        })
+    }
+
+    /// The sessions holding a row the text matches, as a first page would rank them.
+    fn matching(&self, conn: &Connection) -> Result<HashSet<String>, Error> {
+        let archive_error = |e: rusqlite::Error| Error::archive(&self.archive, e);
+        let now =
+            quarry_archive::read_generation(conn).map_err(|e| Error::archive(&self.archive, e))?;
+        let excluded = self.excluded(conn, now)?;
+        let universe = Universe {
+            sessions: self.scope_sessions.as_ref(),
+            hidden: self.hidden.as_deref(),
+            guard: self.guard,
+        };
+        let narrowing = Narrowing {
+            lane: self.lane,
+            candidates: self.candidates.as_ref(),
+            session: self.within.as_deref(),
+            excluded: &excluded,
+            pin: rank::max_rowid(conn).map_err(archive_error)?,
+        };
+        rank::sessions(conn, &self.search, &universe, &narrowing).map_err(archive_error)
     }
 
     fn ranked_page(&self, conn: &Connection) -> Result<SearchEnvelope, Error> {
@@ -266,9 +319,7 @@ impl Job {
             hidden: self.hidden.as_deref(),
             guard: self.guard,
         };
-        let excluded = self.engine.memo().get("search:system-messages", now, || {
-            rank::system_messages(conn).map_err(archive_error)
-        })?;
+        let excluded = self.excluded(conn, now)?;
         let narrowing = Narrowing {
             lane: self.lane,
             candidates: self.candidates.as_ref(),

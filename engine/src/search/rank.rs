@@ -154,81 +154,53 @@ pub fn rank(
     stats: &Stats,
     within: bool,
 ) -> rusqlite::Result<Vec<Ranked>> {
-    let guard_columns = if universe.guard {
-        ", b.text, b.tool_command"
-    } else {
-        ""
-    };
-    let session_filter = if narrowing.session.is_some() {
-        " AND b.session_id = ?3"
-    } else {
-        ""
-    };
-    let sql = format!(
-        "SELECT b.rowid, b.session_id, b.message_id, b.position, {hit}(blocks_fts){guard_columns} \
-         FROM blocks_fts CROSS JOIN blocks b ON b.rowid = blocks_fts.rowid \
-         WHERE blocks_fts MATCH ?1 AND blocks_fts.rowid <= ?2 AND b.type IN {types}{session_filter}",
-        hit = fts5::HIT,
-        types = narrowing.lane.block_types(),
-    );
-    let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = match narrowing.session {
-        Some(session) => stmt.query(params![search.fts, narrowing.pin, session])?,
-        None => stmt.query(params![search.fts, narrowing.pin])?,
-    };
     let idf = stats.idf();
     let avgdl = stats.avgdl();
-    let exclude = narrowing.lane == Lane::Dialogue && !narrowing.excluded.is_empty();
     let mut entries: HashMap<String, Ranked> = HashMap::new();
-    while let Some(row) = rows.next()? {
-        let session_id = row.get_ref(1)?.as_str()?;
-        let message_id = row.get_ref(2)?.as_str()?;
-        if !universe.admits(session_id, message_id)
-            || narrowing
-                .candidates
-                .is_some_and(|c| !c.contains(session_id))
-            || (exclude && narrowing.excluded.contains(message_id))
-        {
-            continue;
-        }
-        if universe.guard && guarded(row, 5, 6)? {
-            continue;
-        }
-        let Some(reported) = RowHit::decode(row.get_ref(4)?.as_blob()?) else {
-            continue;
-        };
-        let score = bm25::score(&idf, avgdl, reported.row_tokens, &reported.frequencies);
-        let message_position = message_position(message_id);
-        let block_position: i64 = row.get(3)?;
-        let key = if within { message_id } else { session_id };
-        let hit = || -> rusqlite::Result<Hit> {
-            Ok(Hit {
-                rowid: row.get(0)?,
-                session_id: session_id.to_string(),
-                message_id: message_id.to_string(),
-                message_position,
-                block_position,
-                score,
-            })
-        };
-        match entries.get_mut(key) {
-            Some(entry) => {
-                entry.blocks += 1;
-                if entry.best.beats(score, message_position, block_position) {
-                    entry.best = hit()?;
+    each_match(
+        conn,
+        search,
+        universe,
+        narrowing,
+        true,
+        |row, session_id, message_id| {
+            let Some(reported) = RowHit::decode(row.get_ref(4)?.as_blob()?) else {
+                return Ok(());
+            };
+            let score = bm25::score(&idf, avgdl, reported.row_tokens, &reported.frequencies);
+            let message_position = message_position(message_id);
+            let block_position: i64 = row.get(3)?;
+            let key = if within { message_id } else { session_id };
+            let hit = || -> rusqlite::Result<Hit> {
+                Ok(Hit {
+                    rowid: row.get(0)?,
+                    session_id: session_id.to_string(),
+                    message_id: message_id.to_string(),
+                    message_position,
+                    block_position,
+                    score,
+                })
+            };
+            match entries.get_mut(key) {
+                Some(entry) => {
+                    entry.blocks += 1;
+                    if entry.best.beats(score, message_position, block_position) {
+                        entry.best = hit()?;
+                    }
+                }
+                None => {
+                    entries.insert(
+                        key.to_string(),
+                        Ranked {
+                            best: hit()?,
+                            blocks: 1,
+                        },
+                    );
                 }
             }
-            None => {
-                entries.insert(
-                    key.to_string(),
-                    Ranked {
-                        best: hit()?,
-                        blocks: 1,
-                    },
-                );
-            }
-        }
-    }
+            Ok(())
+        },
+    )?;
     let mut ranking: Vec<Ranked> = entries.into_values().collect();
     ranking.sort_by(|a, b| {
         a.best.score.total_cmp(&b.best.score).then_with(|| {
@@ -240,6 +212,90 @@ pub fn rank(
         })
     });
     Ok(ranking)
+}
+
+/// The sessions holding a block `search` matches under `universe` and `narrowing`: the
+/// sessions [`rank`] would rank, without scoring them.
+pub fn sessions(
+    conn: &Connection,
+    search: &Search,
+    universe: &Universe<'_>,
+    narrowing: &Narrowing<'_>,
+) -> rusqlite::Result<HashSet<String>> {
+    let mut found = HashSet::new();
+    each_match(
+        conn,
+        search,
+        universe,
+        narrowing,
+        false,
+        |_, session_id, _| {
+            if !found.contains(session_id) {
+                found.insert(session_id.to_string());
+            }
+            Ok(())
+        },
+    )?;
+    Ok(found)
+}
+
+/// Calls `each(row, session_id, message_id)` for every block `search` matches that
+/// `universe` and `narrowing` admit. A row holds the block's rowid, session, message and
+/// position, then (`scored`) the FTS5 function's report at column 4.
+fn each_match(
+    conn: &Connection,
+    search: &Search,
+    universe: &Universe<'_>,
+    narrowing: &Narrowing<'_>,
+    scored: bool,
+    mut each: impl FnMut(&rusqlite::Row<'_>, &str, &str) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    // The guard's columns come last, after the report when there is one.
+    let report = if scored {
+        format!(", {}(blocks_fts)", fts5::HIT)
+    } else {
+        String::new()
+    };
+    let guard_at = if scored { 5 } else { 4 };
+    let guard_columns = if universe.guard {
+        ", b.text, b.tool_command"
+    } else {
+        ""
+    };
+    let session_filter = if narrowing.session.is_some() {
+        " AND b.session_id = ?3"
+    } else {
+        ""
+    };
+    let sql = format!(
+        "SELECT b.rowid, b.session_id, b.message_id, b.position{report}{guard_columns} \
+         FROM blocks_fts CROSS JOIN blocks b ON b.rowid = blocks_fts.rowid \
+         WHERE blocks_fts MATCH ?1 AND blocks_fts.rowid <= ?2 AND b.type IN {types}{session_filter}",
+        types = narrowing.lane.block_types(),
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = match narrowing.session {
+        Some(session) => stmt.query(params![search.fts, narrowing.pin, session])?,
+        None => stmt.query(params![search.fts, narrowing.pin])?,
+    };
+    let exclude = narrowing.lane == Lane::Dialogue && !narrowing.excluded.is_empty();
+    while let Some(row) = rows.next()? {
+        let session_id = row.get_ref(1)?.as_str()?;
+        let message_id = row.get_ref(2)?.as_str()?;
+        if !universe.admits(session_id, message_id)
+            || narrowing
+                .candidates
+                .is_some_and(|c| !c.contains(session_id))
+            || (exclude && narrowing.excluded.contains(message_id))
+        {
+            continue;
+        }
+        if universe.guard && guarded(row, guard_at, guard_at + 1)? {
+            continue;
+        }
+        each(row, session_id, message_id)?;
+    }
+    Ok(())
 }
 
 /// Whether the row holds a credential in one of the masked indexed columns (`text`,

@@ -41,7 +41,7 @@ use self::auth::{TokenStore, require_token};
 use super::service::Explained;
 use super::{Asker, Service};
 use crate::tokens::{TokenError, Tokens};
-use quarry::audit::RequestKind;
+use quarry::audit::{Language, RequestKind};
 use quarry::format::Format;
 use quarry::{Caps, Error, Request as Ask};
 
@@ -188,6 +188,7 @@ fn router(app: Arc<App>, max_body: usize) -> Router {
         .route("/api/query", axum::routing::post(sql_query))
         .route("/api/query-units", get(units_get).post(units_post))
         .route("/api/search", get(search_get).post(search_post))
+        .route("/api/facets", get(facets_get))
         .route("/api/explain", get(explain))
         .route("/api/tables", get(tables))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -262,6 +263,8 @@ impl App {
         let format = Format::from_accept(accept, fallback).unwrap_or(fallback);
         if !format.streams() {
             request.caps.limit = Some(self.service.buffered_cap(request.caps.limit));
+            // A whole answer of the language pages: a cap that cuts it hands out `next_cursor`.
+            request.paged = request.language == Language::Query;
         }
         let text = request.text.clone();
         let answered = async {
@@ -294,6 +297,18 @@ impl App {
         let (request, timeout) = params.request();
         match self.service.search(asker, &request, timeout).await {
             Ok(envelope) => match serde_json::to_string(&envelope) {
+                Ok(body) => json_response(body),
+                Err(e) => error_response(&Error::Internal(e.to_string()), None),
+            },
+            Err(e) => error_response(&e, Some(request.text_of(&e))),
+        }
+    }
+
+    /// Answers a facets request (JSON).
+    async fn facets(&self, asker: &Asker, params: FacetsParams) -> Response {
+        let (request, timeout) = params.request();
+        match self.service.facets(asker, &request, timeout).await {
+            Ok(facets) => match serde_json::to_string(&facets) {
                 Ok(body) => json_response(body),
                 Err(e) => error_response(&Error::Internal(e.to_string()), None),
             },
@@ -340,12 +355,16 @@ struct UnitsParams {
     expression: String,
     limit: Option<usize>,
     offset: Option<usize>,
+    /// The previous page's `next_cursor`.
+    cursor: Option<String>,
     timeout_ms: Option<u64>,
 }
 
 impl From<UnitsParams> for Ask {
     fn from(p: UnitsParams) -> Self {
-        ask(Ask::query(p.expression), p.limit, p.offset, p.timeout_ms)
+        let mut request = ask(Ask::query(p.expression), p.limit, p.offset, p.timeout_ms);
+        request.cursor = p.cursor;
+        request
     }
 }
 
@@ -376,6 +395,41 @@ impl SearchParams {
                 page_size: self.limit,
                 offset: self.offset,
                 cursor: self.cursor,
+            },
+            self.timeout_ms.map(Duration::from_millis),
+        )
+    }
+}
+
+/// `/api/facets`' parameters (the query string).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FacetsParams {
+    /// Count the sessions this search text matches.
+    q: Option<String>,
+    retrieval_lane: Option<String>,
+    /// Count the sessions holding a row of this query.
+    r#where: Option<String>,
+    /// Comma-separated families.
+    families: Option<String>,
+    budget_ms: Option<u64>,
+    #[serde(default)]
+    no_idf: bool,
+    timeout_ms: Option<u64>,
+}
+
+impl FacetsParams {
+    fn request(self) -> (quarry::facets::FacetsRequest, Option<Duration>) {
+        (
+            quarry::facets::FacetsRequest {
+                text: self.q,
+                lane: self.retrieval_lane,
+                filter: self.r#where,
+                families: self
+                    .families
+                    .map(|f| f.split(',').map(str::to_string).collect()),
+                budget_ms: self.budget_ms,
+                no_idf: self.no_idf,
             },
             self.timeout_ms.map(Duration::from_millis),
         )
@@ -435,7 +489,7 @@ async fn not_found(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
 ) -> Response {
     let e = Error::NotFound(
-        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/explain, /api/tables, /healthz"
+        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/facets, /api/explain, /api/tables, /healthz"
             .into(),
     );
     app.service
@@ -466,6 +520,17 @@ async fn search_get(
     match params(query) {
         Ok(p) => app.search(&asker, p).await,
         Err(e) => app.refuse(&asker, "GET /api/search", e),
+    }
+}
+
+async fn facets_get(
+    State(app): State<Arc<App>>,
+    Extension(asker): Extension<Asker>,
+    query: Result<Query<FacetsParams>, QueryRejection>,
+) -> Response {
+    match params(query) {
+        Ok(p) => app.facets(&asker, p).await,
+        Err(e) => app.refuse(&asker, "GET /api/facets", e),
     }
 }
 
