@@ -911,3 +911,103 @@ fn http_search_pages_within_the_tokens_scope_and_a_cursor_survives_a_restart() {
     .json();
     assert_eq!(again["hits"], second["hits"]);
 }
+
+/// The language's answer to `query` as the oracle's rows: (session, score, best message,
+/// matching blocks) in the answer's order, with its semantics.
+fn ranked_rows(q: &Quarry, query: &str) -> (String, Vec<Ranked>) {
+    let answer = runtime()
+        .block_on(async {
+            q.query(query, quarry::Caps::default())
+                .await?
+                .collect()
+                .await
+        })
+        .unwrap_or_else(|e| panic!("{query}: {e}"));
+    let column = |name: &str| answer.schema.index_of(name).unwrap();
+    let (session, score, message, blocks) = (
+        column("session_id"),
+        column("score"),
+        column("message_id"),
+        column("matching_blocks"),
+    );
+    let rows = crate::support::rows::json_rows(&answer.batches)
+        .into_iter()
+        .map(|r| Ranked {
+            session: r[session].as_str().unwrap().to_string(),
+            score: r[score].as_f64().unwrap(),
+            message: r[message].as_str().unwrap().to_string(),
+            blocks: r[blocks].as_u64().unwrap(),
+        })
+        .collect();
+    let semantics = serde_json::to_value(answer.meta.semantics).unwrap();
+    (semantics.as_str().unwrap().to_string(), rows)
+}
+
+#[test]
+fn the_ranked_form_of_the_language_ranks_as_the_oracle_and_the_rest_stays_a_filter() {
+    let Some(f) = Fixture::new() else { return };
+    let (q, conn) = (&f.q, &f.conn);
+    let dialogue = oracle_sql("dialogue", "blocks_fts");
+    let codex = session_ids(conn, "origin = 'codex-session'");
+    let in_codex = |s: &str| codex.iter().any(|c| c == s);
+    let all = |_: &str| true;
+    type Case<'a> = (&'a str, &'a str, &'a dyn Fn(&str) -> bool, usize, usize);
+    let cases: [Case; 6] = [
+        ("test", "test", &all, 0, 100),
+        ("test | limit 5", "test", &all, 0, 5),
+        ("test | offset 3 | limit 4", "test", &all, 3, 4),
+        ("test origin:codex-session", "test", &in_codex, 0, 100),
+        ("test error | limit 3", "test AND error", &all, 0, 3),
+        (
+            "sessions where ~\"test*\" AND origin:codex-session",
+            "test*",
+            &in_codex,
+            0,
+            100,
+        ),
+    ];
+    for (query, fts, keep, skip, take) in cases {
+        let want: Vec<Ranked> = oracle(conn, &dialogue, fts, keep)
+            .into_iter()
+            .skip(skip)
+            .take(take)
+            .collect();
+        let (semantics, got) = ranked_rows(q, query);
+        assert_eq!(semantics, "top-k", "{query}");
+        assert!(!want.is_empty(), "{query}: the oracle finds sessions");
+        assert_same_ranking(query, &got, &want);
+    }
+    // The actions lane.
+    let want: Vec<Ranked> = oracle(conn, &oracle_sql("actions", "blocks_fts"), "git", &|_| true)
+        .into_iter()
+        .take(10)
+        .collect();
+    assert_same_ranking(
+        "lane:actions git",
+        &ranked_rows(q, "git lane:actions | limit 10").1,
+        &want,
+    );
+    // With any other stage the text filters, unranked: every matching session counted.
+    let answer = runtime()
+        .block_on(async {
+            q.query("test | count", quarry::Caps::default())
+                .await?
+                .collect()
+                .await
+        })
+        .unwrap();
+    let counted = crate::support::rows::json_rows(&answer.batches)[0][0]
+        .as_u64()
+        .unwrap();
+    assert!(counted > 0);
+    // A lane without embeddings is the typed error, not a fallback.
+    let err = runtime()
+        .block_on(async {
+            q.query("test lane:semantic", quarry::Caps::default())
+                .await?
+                .collect()
+                .await
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "lane_unavailable", "{err}");
+}

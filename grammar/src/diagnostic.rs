@@ -82,6 +82,8 @@ pub enum DiagnosticCode {
     NoTimeColumn,
     /// `NOT`/`-` in front of a ranked leaf (`near:`, `semantic:`, `~`).
     NegatedRankedLeaf,
+    /// `lane:` in a query that is not in the ranked form (nothing is ranked to pick a lane for).
+    LaneWithoutRanking,
     /// `exists`, `seq`, `~`, `near:`, `lineage:` or bare text outside a session predicate.
     SessionOnlyPredicate,
     /// A malformed `seq(...)`.
@@ -140,6 +142,7 @@ impl DiagnosticCode {
             C::InvalidTimeBucket => "invalid_time_bucket",
             C::NoTimeColumn => "no_time_column",
             C::NegatedRankedLeaf => "negated_ranked_leaf",
+            C::LaneWithoutRanking => "lane_without_ranking",
             C::SessionOnlyPredicate => "session_only_predicate",
             C::InvalidSequence => "invalid_sequence",
             C::InvalidRef => "invalid_ref",

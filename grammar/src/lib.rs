@@ -31,6 +31,7 @@ pub mod explain;
 pub mod ir;
 pub mod lexer;
 pub mod parser;
+pub mod ranked;
 pub mod registry;
 pub mod resolve;
 pub mod suggest;

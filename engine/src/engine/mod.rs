@@ -351,7 +351,12 @@ impl Session {
     /// As [`Session::plan`], in keyset order when `keyset` is given and the query returns rows
     /// of a unit with a primary key (`Planned::keyset`).
     async fn plan_paged(&self, query: &str, keyset: Option<&Keyset>) -> Result<Planned, Error> {
-        let resolved = quarry_grammar::check(query).map_err(Error::Query)?;
+        let parsed = quarry_grammar::parse(query).map_err(Error::Query)?;
+        let resolved = quarry_grammar::resolve(query, &parsed).map_err(Error::Query)?;
+        if let Some(form) = quarry_grammar::ranked::ranked_form(query, &parsed) {
+            // Boxed: the search plans its filter with this very function.
+            return Box::pin(self.plan_ranked(&form, &resolved)).await;
+        }
         let tables = Tables::from_providers(self.view.tables());
         let lowered = lower(
             &resolved,
@@ -387,6 +392,54 @@ impl Session {
                 plans: lowered.attachments,
             },
             keyset,
+        })
+    }
+
+    /// The plan of a query in the ranked form (docs/language.md, "Ranked form"): the search's
+    /// page of `limit` sessions after `offset` (the best 100 without a limit), best first, as
+    /// rows.
+    async fn plan_ranked(
+        &self,
+        form: &quarry_grammar::ranked::RankedForm,
+        resolved: &quarry_grammar::Resolved,
+    ) -> Result<Planned, Error> {
+        let limit = form.limit.unwrap_or(RANKED_ROWS);
+        let request = crate::search::SearchRequest {
+            text: form.text.clone(),
+            lane: form.lane.clone(),
+            filter: form.filter.clone(),
+            offset: Some(form.offset),
+            ..Default::default()
+        };
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let page = crate::search::ranked_page(self, &request, limit).await?;
+        let batch = crate::search::rows::batch(&page.hits)?;
+        let table = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch]])
+            .map_err(engine_error)?;
+        let plan = LogicalPlanBuilder::scan(
+            "ranked",
+            datafusion::datasource::provider_as_source(Arc::new(table)),
+            None,
+        )
+        .and_then(LogicalPlanBuilder::build)
+        .map_err(engine_error)?;
+        Ok(Planned {
+            plan,
+            counter: None,
+            meta: ResultMeta {
+                unit: resolved.unit_source.to_string(),
+                semantics: resolved.semantics,
+                exact: true,
+                source: self.source(),
+                generation: page.generation,
+                skipped_partitions: 0,
+                aggregate: false,
+            },
+            attached: Attached {
+                ctx: self.ctx.clone(),
+                plans: Vec::new(),
+            },
+            keyset: false,
         })
     }
 
@@ -888,6 +941,9 @@ struct Started {
     attached: Attached,
     pager: Option<Pager>,
 }
+
+/// Sessions the ranked form returns without a `limit` (its answers are the top k).
+const RANKED_ROWS: u64 = 100;
 
 /// A query ready to run.
 struct Planned {

@@ -19,6 +19,7 @@ pub mod bm25;
 pub mod cursor;
 pub mod envelope;
 pub mod rank;
+pub mod rows;
 pub mod text;
 
 use std::collections::{BTreeMap, HashSet};
@@ -123,6 +124,23 @@ fn audit_text(request: &SearchRequest) -> String {
 
 async fn run(session: &Session, request: &SearchRequest) -> Result<SearchEnvelope, Error> {
     let job = Job::prepare(session, request).await?;
+    blocking(move || job.run()).await
+}
+
+/// The page of `request` holding `limit` hits at most (no page-size cap but the caller's), in
+/// a session whose scope applies; not audited (a part of a query that is): the rows of the
+/// language's ranked form.
+pub(crate) async fn ranked_page(
+    session: &Session,
+    request: &SearchRequest,
+    limit: usize,
+) -> Result<SearchEnvelope, Error> {
+    let request = SearchRequest {
+        page_size: None,
+        ..request.clone()
+    };
+    let mut job = Job::prepare(session, &request).await?;
+    job.page_size = limit;
     blocking(move || job.run()).await
 }
 

@@ -83,7 +83,7 @@ const SESSION_FIELDS: &[Field] = &[
     Field::new("near", K::Semantic, Source::Lane, "vector similarity to a text or a session (near:\"text\", near:text:X, near:id:SESSION); needs embeddings", "near:\"semantic search\""),
     Field::new("semantic", K::Semantic, Source::Lane, "vector similarity to a text; needs embeddings", "semantic:\"query compiler failure\""),
     Field::new("lineage", K::Lineage, Source::Lane, "sessions sharing lineage topology with a seed session", "lineage:id:codex-session:abc"),
-    Field::new("lane", K::Enum, Source::Lane, "retrieval lane for ranked text search", "lane:dialogue").vals(LANES),
+    Field::new("lane", K::Enum, Source::Lane, "retrieval lane of the ranked form (beside search text)", "~\"login\" AND lane:dialogue").vals(LANES),
 ];
 
 const SESSIONS_TABLE: &Table = declared("sessions");

@@ -36,6 +36,9 @@ pub fn resolve(query_text: &str, query: &Query) -> Result<Resolved, Diagnostics>
         diags: Vec::new(),
     };
     let resolved = r.query(query);
+    if r.diags.is_empty() {
+        r.lane_needs_ranking(query);
+    }
     if r.diags.is_empty()
         && let Some(res) = resolved
     {
@@ -227,5 +230,56 @@ fn semantics_of(stages: &[PipelineStage], unit: UnitId) -> Semantics {
         Semantics::TopK
     } else {
         Semantics::Exhaustive
+    }
+}
+
+impl Resolver<'_> {
+    /// A `lane:` clause picks the lane of a ranked search: in a query that is not in the ranked
+    /// form (docs/language.md, "Ranked form") nothing is ranked, so it is an error, corrected
+    /// by leaving it out.
+    fn lane_needs_ranking(&mut self, query: &Query) {
+        let Some(predicate) = &query.source.predicate else {
+            return;
+        };
+        let mut lanes = Vec::new();
+        lane_clauses(predicate, &mut lanes);
+        if lanes.is_empty() || crate::ranked::ranked_form(self.q, query).is_some() {
+            return;
+        }
+        for span in lanes {
+            let d = Diagnostic::new(
+                C::LaneWithoutRanking,
+                span,
+                "`lane:` picks the retrieval lane of a ranked search, and this query ranks nothing",
+            )
+            .found(format!("`{}`", span.text(self.q)))
+            .hint("a query is ranked when it is search text beside session clauses, with no stage but `limit` and `offset`: `\"flaky login\" lane:dialogue | limit 10`")
+            .replace(self.q, with_following_space(self.q, span), "");
+            self.err(d);
+        }
+    }
+}
+
+/// `span` with the spaces after it (a clause left out leaves no gap).
+fn with_following_space(text: &str, span: Span) -> Span {
+    let rest = text.get(span.end..).unwrap_or_default();
+    let spaces = rest.len() - rest.trim_start_matches(' ').len();
+    Span::new(span.start, span.end + spaces)
+}
+
+/// The spans of the `lane:` clauses in `expr`.
+fn lane_clauses(expr: &ast::Expr, out: &mut Vec<Span>) {
+    match &expr.kind {
+        ast::ExprKind::Field(clause) if !clause.field.session && clause.field.name == "lane" => {
+            out.push(clause.span);
+        }
+        ast::ExprKind::And { operands, .. } | ast::ExprKind::Or { operands } => {
+            for operand in operands {
+                lane_clauses(operand, out);
+            }
+        }
+        ast::ExprKind::Not { operand, .. } => lane_clauses(operand, out),
+        ast::ExprKind::Group { inner } => lane_clauses(inner, out),
+        _ => {}
     }
 }
