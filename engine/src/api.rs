@@ -51,7 +51,10 @@ impl Quarry {
     /// snapshot under `--source snapshot`, an unreadable archive) fails here.
     pub fn open(options: &Options) -> Result<Quarry, Error> {
         let quarry = Quarry {
-            engine: std::sync::Arc::new(Engine::open(options)?),
+            engine: std::sync::Arc::new(
+                Engine::open(options)?
+                    .with_ranker(std::sync::Arc::new(crate::search::SearchRanker)),
+            ),
         };
         run_aside(quarry.default_session())?;
         Ok(quarry)

@@ -28,6 +28,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::DataFusionError;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::execution::context::SessionState;
@@ -93,6 +94,21 @@ pub struct Engine {
     readers: tokio::sync::Mutex<scope::Readers>,
     /// Values derived per generation (search statistics, ...).
     memo: memo::Memo,
+    /// What answers the language's ranked form (the search, a layer above the engine).
+    ranker: Option<Arc<dyn Ranker>>,
+}
+
+/// Answers a query in the language's ranked form (`quarry_grammar::ranked`): its page of
+/// ranked sessions as rows, and the generation the ranking is as of. The search implements
+/// it; the engine calls it without depending on the search.
+pub(crate) trait Ranker: Send + Sync {
+    /// `limit` sessions of `form` in `session`'s scope, best first.
+    fn rank<'a>(
+        &'a self,
+        session: &'a Session,
+        form: &'a quarry_grammar::ranked::RankedForm,
+        limit: usize,
+    ) -> futures::future::BoxFuture<'a, Result<(RecordBatch, i64), Error>>;
 }
 
 /// The catalog of the generation last seen.
@@ -156,7 +172,14 @@ impl Engine {
             source: std::sync::Mutex::new(None),
             readers: tokio::sync::Mutex::new(scope::Readers::default()),
             memo: memo::Memo::default(),
+            ranker: None,
         })
+    }
+
+    /// The same engine, answering the language's ranked form with `ranker`.
+    pub(crate) fn with_ranker(mut self, ranker: Arc<dyn Ranker>) -> Self {
+        self.ranker = Some(ranker);
+        self
     }
 
     /// The responses its queries have left without a cost since the last call (see
@@ -403,17 +426,11 @@ impl Session {
         form: &quarry_grammar::ranked::RankedForm,
         resolved: &quarry_grammar::Resolved,
     ) -> Result<Planned, Error> {
-        let limit = form.limit.unwrap_or(RANKED_ROWS);
-        let request = crate::search::SearchRequest {
-            text: form.text.clone(),
-            lane: form.lane.clone(),
-            filter: form.filter.clone(),
-            offset: Some(form.offset),
-            ..Default::default()
-        };
-        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        let page = crate::search::ranked_page(self, &request, limit).await?;
-        let batch = crate::search::rows::batch(&page.hits)?;
+        let ranker = self.engine.ranker.as_ref().ok_or_else(|| {
+            Error::Internal("this engine was opened without the search: nothing ranks".into())
+        })?;
+        let limit = usize::try_from(form.limit.unwrap_or(RANKED_ROWS)).unwrap_or(usize::MAX);
+        let (batch, generation) = ranker.rank(self, form, limit).await?;
         let table = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch]])
             .map_err(engine_error)?;
         let plan = LogicalPlanBuilder::scan(
@@ -431,7 +448,7 @@ impl Session {
                 semantics: resolved.semantics,
                 exact: true,
                 source: self.source(),
-                generation: page.generation,
+                generation,
                 skipped_partitions: 0,
                 aggregate: false,
             },

@@ -29,10 +29,11 @@ use std::sync::Arc;
 use rusqlite::Connection;
 
 use crate::audit::{Language, Outcome};
-use crate::engine::{Session, blocking};
+use crate::engine::{Ranker, Session, blocking};
 use crate::error::Error;
 use crate::scope::Scope;
 pub use cursor::Cursor;
+use datafusion::arrow::record_batch::RecordBatch;
 pub use envelope::{Match, MissDiagnostics, SearchEnvelope, SearchHit, render_text};
 use envelope::{RANKING_POLICY, RANKING_POLICY_VERSION};
 use rank::{Lane, Narrowing, Ranked, Universe};
@@ -125,6 +126,30 @@ fn audit_text(request: &SearchRequest) -> String {
 async fn run(session: &Session, request: &SearchRequest) -> Result<SearchEnvelope, Error> {
     let job = Job::prepare(session, request).await?;
     blocking(move || job.run()).await
+}
+
+/// The language's ranked form, answered by the search (the engine's [`Ranker`]).
+pub(crate) struct SearchRanker;
+
+impl Ranker for SearchRanker {
+    fn rank<'a>(
+        &'a self,
+        session: &'a Session,
+        form: &'a quarry_grammar::ranked::RankedForm,
+        limit: usize,
+    ) -> futures::future::BoxFuture<'a, Result<(RecordBatch, i64), Error>> {
+        Box::pin(async move {
+            let request = SearchRequest {
+                text: form.text.clone(),
+                lane: form.lane.clone(),
+                filter: form.filter.clone(),
+                offset: Some(form.offset),
+                ..Default::default()
+            };
+            let page = ranked_page(session, &request, limit).await?;
+            Ok((rows::batch(&page.hits)?, page.generation))
+        })
+    }
 }
 
 /// The page of `request` holding `limit` hits at most (no page-size cap but the caller's), in
