@@ -1011,3 +1011,67 @@ fn the_ranked_form_of_the_language_ranks_as_the_oracle_and_the_rest_stays_a_filt
         .unwrap_err();
     assert_eq!(err.code(), "lane_unavailable", "{err}");
 }
+
+#[test]
+fn a_ranking_split_across_connections_equals_the_one_read_on_one() {
+    use quarry::search::rank::{self, Lane, Narrowing, Universe};
+    let Some(f) = Fixture::new() else { return };
+    let path = f._dir.path().join("archive.db");
+    let open = || {
+        let conn =
+            Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        quarry_fts5::register(&conn).unwrap();
+        conn
+    };
+    let conn = open();
+    let excluded = rank::system_messages(&conn).unwrap();
+    let pin = rank::max_rowid(&conn).unwrap();
+    let universe = Universe {
+        sessions: None,
+        hidden: None,
+        guard: false,
+    };
+    for (text, lane) in [
+        ("test", Lane::Dialogue),
+        ("git", Lane::Actions),
+        ("web*", Lane::Dialogue),
+    ] {
+        let search = quarry::search::text::parse(text).unwrap();
+        let narrowing = Narrowing {
+            lane,
+            candidates: None,
+            session: None,
+            excluded: &excluded,
+            pin,
+        };
+        let (rows, tokens) = rank::table_totals(&conn, &search, pin).unwrap().unwrap();
+        let stats = quarry::search::bm25::Stats {
+            rows,
+            tokens,
+            holding: rank::holding(&conn, &search, &universe, pin).unwrap(),
+        };
+        let ranked = |more: Vec<Connection>| {
+            rank::rank(&conn, more, &search, &universe, &narrowing, &stats, false).unwrap()
+        };
+        let one = ranked(Vec::new());
+        let three = ranked(vec![open(), open()]);
+        assert!(!one.is_empty(), "{text}");
+        let key = |r: &Vec<rank::Ranked>| -> Vec<(String, u64, String, u64)> {
+            r.iter()
+                .map(|e| {
+                    (
+                        e.best.session_id.clone(),
+                        e.best.score.to_bits(),
+                        e.best.message_id.clone(),
+                        e.blocks,
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            key(&three),
+            key(&one),
+            "{text}: split across three connections"
+        );
+    }
+}

@@ -34,6 +34,23 @@ pub struct RowHit {
 }
 
 impl RowHit {
+    /// The row's tokens from the blob [`HIT`] returns, its phrases' instances written into
+    /// `frequencies` (cleared first): [`RowHit::decode`] without allocating, for a scan.
+    pub fn frequencies(blob: &[u8], frequencies: &mut Vec<f64>) -> Option<i64> {
+        if blob.len() < 24 || !(blob.len() - 24).is_multiple_of(8) {
+            return None;
+        }
+        frequencies.clear();
+        let mut words = blob.chunks_exact(8).map(|w| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            word
+        });
+        let row_tokens = words.nth(2).map(i64::from_le_bytes)?;
+        frequencies.extend(words.map(f64::from_le_bytes));
+        Some(row_tokens)
+    }
+
     /// Reads the blob [`HIT`] returns.
     pub fn decode(blob: &[u8]) -> Option<RowHit> {
         if blob.len() < 24 || !(blob.len() - 24).is_multiple_of(8) {
@@ -255,6 +272,11 @@ mod tests {
                 frequencies: vec![2.0, 2.0],
             }
         );
+        // The scan's reading of the same blob, into a reused buffer.
+        let mut frequencies = vec![9.0; 5];
+        assert_eq!(RowHit::frequencies(&blob, &mut frequencies), Some(5));
+        assert_eq!(frequencies, vec![2.0, 2.0]);
+        assert_eq!(RowHit::frequencies(&blob[..20], &mut frequencies), None);
         let sizes: Vec<u8> = conn
             .query_row("SELECT sz FROM t_docsize WHERE id = 1", [], |r| r.get(0))
             .unwrap();

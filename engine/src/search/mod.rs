@@ -42,6 +42,8 @@ use rank::{Lane, Narrowing, Ranked, Universe};
 pub const DEFAULT_PAGE_SIZE: usize = 20;
 /// The largest page.
 pub const MAX_PAGE_SIZE: usize = 1000;
+/// Rows holding the text from which a ranking is split across cores.
+const PARALLEL_ROWS: i64 = 20_000;
 
 /// One search request.
 #[derive(Debug, Clone, Default)]
@@ -321,6 +323,26 @@ impl Job {
         answer
     }
 
+    /// Connections for a parallel ranking when the text matches many rows (one per core
+    /// beyond the first, at most three): each in a read transaction at generation `now`, like
+    /// the job's own; none when one cannot be opened there (the generation moved meanwhile).
+    fn more_connections(&self, stats: &bm25::Stats, now: i64) -> Vec<Connection> {
+        let matching: i64 = stats.holding.iter().flatten().sum();
+        if matching < PARALLEL_ROWS || self.within.is_some() {
+            return Vec::new();
+        }
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let open = || -> Option<Connection> {
+            let conn = crate::engine::read_only(&self.archive).ok()?;
+            quarry_fts5::register(&conn).ok()?;
+            conn.execute_batch("BEGIN").ok()?;
+            let at = quarry_archive::read_generation(&conn).ok()?;
+            (at == now).then_some(conn)
+        };
+        let more: Option<Vec<Connection>> = (1..cores.min(4)).map(|_| open()).collect();
+        more.unwrap_or_default()
+    }
+
     /// The messages no dialogue search ranks (system messages), kept per generation.
     fn excluded(&self, conn: &Connection, now: i64) -> Result<Arc<HashSet<String>>, Error> {
         self.engine.memo().get("search:system-messages", now, || {
@@ -375,8 +397,17 @@ impl Job {
             None => self.stats(conn, &universe, pin, generation)?,
         };
         let within = self.within.is_some();
-        let ranking = rank::rank(conn, &self.search, &universe, &narrowing, &stats, within)
-            .map_err(archive_error)?;
+        let more = self.more_connections(&stats, now);
+        let ranking = rank::rank(
+            conn,
+            more,
+            &self.search,
+            &universe,
+            &narrowing,
+            &stats,
+            within,
+        )
+        .map_err(archive_error)?;
         let total = ranking.len() as u64;
         let start = match &self.cursor {
             Some(c) => ranking
@@ -551,9 +582,17 @@ impl Job {
             pin,
         };
         let stats = self.stats(conn, universe, pin, generation)?;
-        let sessions = rank::rank(conn, &self.search, universe, &unfiltered, &stats, false)
-            .map_err(|e| Error::archive(&self.archive, e))?
-            .len();
+        let sessions = rank::rank(
+            conn,
+            Vec::new(),
+            &self.search,
+            universe,
+            &unfiltered,
+            &stats,
+            false,
+        )
+        .map_err(|e| Error::archive(&self.archive, e))?
+        .len();
         Ok(MissDiagnostics {
             message: format!(
                 "the filter admitted {} sessions and none of them matched; without it the text matches {} sessions: widen the filter (a longer since:, another repo:)",

@@ -144,33 +144,121 @@ pub fn table_totals(
 }
 
 /// Every block `search` matches under `universe` and `narrowing`, scored with `stats` and
-/// grouped: per session (or per message, `within` one session) the best block. One pass; a
-/// string is copied only when a block becomes its entry's best.
+/// grouped: per session (or per message, `within` one session) the best block. The row ids up
+/// to the pin are split into one range per connection, `conn` and each of `more` (opened in
+/// read transactions at the same generation) scanning its own on its own thread, and the
+/// groups merged; a string is copied only when a block becomes its entry's best.
 pub fn rank(
     conn: &Connection,
+    more: Vec<Connection>,
     search: &Search,
     universe: &Universe<'_>,
     narrowing: &Narrowing<'_>,
     stats: &Stats,
     within: bool,
 ) -> rusqlite::Result<Vec<Ranked>> {
+    let parts = more.len() as i64 + 1;
+    let range = |i: i64| {
+        let (pin, lo) = (narrowing.pin.max(0), i * narrowing.pin.max(0) / parts);
+        (lo + 1, (i + 1) * pin / parts)
+    };
+    let scan = |conn: &Connection, part: i64| {
+        rank_range(
+            conn,
+            search,
+            universe,
+            narrowing,
+            stats,
+            within,
+            range(part),
+        )
+    };
+    let mut entries = std::thread::scope(|threads| -> rusqlite::Result<HashMap<String, Ranked>> {
+        let others: Vec<_> = more
+            .into_iter()
+            .enumerate()
+            .map(|(i, other)| threads.spawn(move || scan(&other, i as i64 + 1)))
+            .collect();
+        let mut entries = scan(conn, 0)?;
+        for other in others {
+            let found = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+            merge(&mut entries, found);
+        }
+        Ok(entries)
+    })?;
+    let mut ranking: Vec<Ranked> = entries.drain().map(|(_, r)| r).collect();
+    ranking.sort_by(|a, b| {
+        a.best.score.total_cmp(&b.best.score).then_with(|| {
+            if within {
+                a.best.message_position.cmp(&b.best.message_position)
+            } else {
+                a.best.session_id.cmp(&b.best.session_id)
+            }
+        })
+    });
+    Ok(ranking)
+}
+
+/// Adds `other`'s entries to `entries`: matching blocks summed, the better best kept.
+fn merge(entries: &mut HashMap<String, Ranked>, other: HashMap<String, Ranked>) {
+    for (key, found) in other {
+        match entries.get_mut(&key) {
+            Some(entry) => {
+                entry.blocks += found.blocks;
+                let b = &found.best;
+                if entry
+                    .best
+                    .beats(b.score, b.message_position, b.block_position)
+                {
+                    entry.best = found.best;
+                }
+            }
+            None => {
+                entries.insert(key, found);
+            }
+        }
+    }
+}
+
+/// [`rank`]'s groups of the blocks whose row ids lie in `range`.
+fn rank_range(
+    conn: &Connection,
+    search: &Search,
+    universe: &Universe<'_>,
+    narrowing: &Narrowing<'_>,
+    stats: &Stats,
+    within: bool,
+    range: (i64, i64),
+) -> rusqlite::Result<HashMap<String, Ranked>> {
     let idf = stats.idf();
     let avgdl = stats.avgdl();
     let mut entries: HashMap<String, Ranked> = HashMap::new();
+    let mut frequencies = Vec::with_capacity(idf.len());
     each_match(
         conn,
         search,
         universe,
         narrowing,
-        true,
+        (true, range),
         |row, session_id, message_id| {
-            let Some(reported) = RowHit::decode(row.get_ref(4)?.as_blob()?) else {
+            let Some(row_tokens) =
+                RowHit::frequencies(row.get_ref(4)?.as_blob()?, &mut frequencies)
+            else {
                 return Ok(());
             };
-            let score = bm25::score(&idf, avgdl, reported.row_tokens, &reported.frequencies);
+            let score = bm25::score(&idf, avgdl, row_tokens, &frequencies);
+            let key = if within { message_id } else { session_id };
+            // A worse score than the entry's best decides without the positions.
+            if let Some(entry) = entries.get_mut(key)
+                && score > entry.best.score
+            {
+                entry.blocks += 1;
+                return Ok(());
+            }
             let message_position = message_position(message_id);
             let block_position: i64 = row.get(3)?;
-            let key = if within { message_id } else { session_id };
             let hit = || -> rusqlite::Result<Hit> {
                 Ok(Hit {
                     rowid: row.get(0)?,
@@ -201,17 +289,7 @@ pub fn rank(
             Ok(())
         },
     )?;
-    let mut ranking: Vec<Ranked> = entries.into_values().collect();
-    ranking.sort_by(|a, b| {
-        a.best.score.total_cmp(&b.best.score).then_with(|| {
-            if within {
-                a.best.message_position.cmp(&b.best.message_position)
-            } else {
-                a.best.session_id.cmp(&b.best.session_id)
-            }
-        })
-    });
-    Ok(ranking)
+    Ok(entries)
 }
 
 /// The sessions holding a block `search` matches under `universe` and `narrowing`: the
@@ -228,7 +306,7 @@ pub fn sessions(
         search,
         universe,
         narrowing,
-        false,
+        (false, (i64::MIN, narrowing.pin)),
         |_, session_id, _| {
             if !found.contains(session_id) {
                 found.insert(session_id.to_string());
@@ -240,14 +318,15 @@ pub fn sessions(
 }
 
 /// Calls `each(row, session_id, message_id)` for every block `search` matches that
-/// `universe` and `narrowing` admit. A row holds the block's rowid, session, message and
-/// position, then (`scored`) the FTS5 function's report at column 4.
+/// `universe` and `narrowing` admit, its row id in `range` (inclusive). A row holds the block's
+/// rowid, session, message and position, then (`scored`) the FTS5 function's report at
+/// column 4.
 fn each_match(
     conn: &Connection,
     search: &Search,
     universe: &Universe<'_>,
     narrowing: &Narrowing<'_>,
-    scored: bool,
+    (scored, range): (bool, (i64, i64)),
     mut each: impl FnMut(&rusqlite::Row<'_>, &str, &str) -> rusqlite::Result<()>,
 ) -> rusqlite::Result<()> {
     // The guard's columns come last, after the report when there is one.
@@ -263,20 +342,22 @@ fn each_match(
         ""
     };
     let session_filter = if narrowing.session.is_some() {
-        " AND b.session_id = ?3"
+        " AND b.session_id = ?4"
     } else {
         ""
     };
     let sql = format!(
         "SELECT b.rowid, b.session_id, b.message_id, b.position{report}{guard_columns} \
          FROM blocks_fts CROSS JOIN blocks b ON b.rowid = blocks_fts.rowid \
-         WHERE blocks_fts MATCH ?1 AND blocks_fts.rowid <= ?2 AND b.type IN {types}{session_filter}",
+         WHERE blocks_fts MATCH ?1 AND blocks_fts.rowid BETWEEN ?2 AND ?3 \
+         AND b.type IN {types}{session_filter}",
         types = narrowing.lane.block_types(),
     );
     let mut stmt = conn.prepare_cached(&sql)?;
+    let (lo, hi) = (range.0, range.1.min(narrowing.pin));
     let mut rows = match narrowing.session {
-        Some(session) => stmt.query(params![search.fts, narrowing.pin, session])?,
-        None => stmt.query(params![search.fts, narrowing.pin])?,
+        Some(session) => stmt.query(params![search.fts, lo, hi, session])?,
+        None => stmt.query(params![search.fts, lo, hi])?,
     };
     let exclude = narrowing.lane == Lane::Dialogue && !narrowing.excluded.is_empty();
     while let Some(row) = rows.next()? {
