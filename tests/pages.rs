@@ -151,6 +151,19 @@ fn aggregates_page_by_offset_and_refuse_a_page_once_the_generation_moved() {
     assert!(want.len() > 4);
     let got = first_column(walk(&q, query, 2, &mut |_| {}));
     assert_eq!(got, want);
+    // Buckets tied on a sorted metric come in key order, so offset pages neither repeat nor
+    // skip one.
+    let want = ids(
+        &conn,
+        "SELECT session_id FROM messages GROUP BY session_id ORDER BY count(*) DESC, session_id",
+    );
+    let got = first_column(walk(
+        &q,
+        "messages | group by session_id | count | sort by count desc",
+        2,
+        &mut |_| {},
+    ));
+    assert_eq!(got, want);
     // A page asked after a tag moved the generation is refused, not shifted.
     let first = page(&q, query, 2, None);
     let cursor = first.next_cursor.clone().unwrap();
@@ -200,6 +213,38 @@ fn aggregates_page_by_offset_and_refuse_a_page_once_the_generation_moved() {
             })
             .unwrap_err();
         assert_eq!(err.code(), "invalid_cursor", "{scope} {query}: {err}");
+    }
+}
+
+#[test]
+fn a_cursor_whose_anchor_does_not_fit_the_order_is_invalid() {
+    use quarry::answer::page::{At, PageCursor, digest};
+    let Some(archive) = crate::support::corpus_archive() else {
+        return;
+    };
+    let q = open_as(archive, "admin");
+    let query = "messages | sort by word_count desc | select message_id";
+    for key in [
+        vec![Some("many".to_string()), Some("m".to_string())],
+        vec![Some("5".to_string())],
+    ] {
+        let forged = PageCursor {
+            v: 1,
+            digest: digest(query, "admin"),
+            returned: 3,
+            at: At::Key { key },
+        }
+        .encode();
+        let request = Request::query(query)
+            .with_caps(Caps {
+                limit: Some(3),
+                offset: None,
+            })
+            .paged(Some(forged));
+        let err = runtime()
+            .block_on(async { q.run(&request).await?.collect().await })
+            .unwrap_err();
+        assert_eq!(err.code(), "invalid_cursor", "{err}");
     }
 }
 

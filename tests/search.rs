@@ -1000,6 +1000,19 @@ fn the_ranked_form_of_the_language_ranks_as_the_oracle_and_the_rest_stays_a_filt
         .as_u64()
         .unwrap();
     assert!(counted > 0);
+    // A ranked answer is bounded: past 10,000 sessions it says how to read further.
+    let err = runtime()
+        .block_on(async {
+            q.query(
+                "test | offset 1 | limit 18446744073709551615",
+                quarry::Caps::default(),
+            )
+            .await?
+            .collect()
+            .await
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), "bad_request", "{err}");
     // A lane without embeddings is the typed error, not a fallback.
     let err = runtime()
         .block_on(async {

@@ -216,6 +216,8 @@ mod tests {
         for (q, fixed) in [
             ("lane:actions repo:acme", "repo:acme"),
             ("git lane:actions | count", "git | count"),
+            // The negation goes with the clause, not onto the next one.
+            ("-lane:actions repo:acme", "repo:acme"),
         ] {
             let d = crate::check(q).unwrap_err();
             let d = &d.diagnostics[0];

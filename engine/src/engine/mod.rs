@@ -60,6 +60,7 @@ fn lower_error(e: LowerError) -> Error {
         LowerError::EmbeddingsUnavailable => Error::EmbeddingsUnavailable,
         LowerError::LaneUnavailable(lane) => Error::LaneUnavailable(lane),
         LowerError::Plan(message) => Error::Unplannable(message),
+        LowerError::Cursor(message) => Error::InvalidCursor(message),
         LowerError::DataFusion(e) => Error::Unplannable(e.to_string()),
     }
 }
@@ -429,7 +430,13 @@ impl Session {
         let ranker = self.engine.ranker.as_ref().ok_or_else(|| {
             Error::Internal("this engine was opened without the search: nothing ranks".into())
         })?;
-        let limit = usize::try_from(form.limit.unwrap_or(RANKED_ROWS)).unwrap_or(usize::MAX);
+        let limit = form.limit.unwrap_or(RANKED_ROWS);
+        if limit > RANKED_MOST {
+            return Err(Error::BadRequest(format!(
+                "the ranked form returns at most {RANKED_MOST} sessions a query (`| limit {limit}`): read further with `| offset N | limit M`, or walk `quarry search` with its cursors"
+            )));
+        }
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let (batch, generation) = ranker.rank(self, form, limit).await?;
         let table = datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch]])
             .map_err(engine_error)?;
@@ -961,6 +968,8 @@ struct Started {
 
 /// Sessions the ranked form returns without a `limit` (its answers are the top k).
 const RANKED_ROWS: u64 = 100;
+/// The most sessions one query in the ranked form returns (each row reads its snippet).
+const RANKED_MOST: u64 = 10_000;
 
 /// A query ready to run.
 struct Planned {

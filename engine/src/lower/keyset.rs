@@ -11,6 +11,8 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::DFSchemaRef;
 use datafusion::logical_expr::{Expr, LogicalPlanBuilder, SortExpr, cast, col, ident, lit};
 
+use super::LowerError;
+
 /// The prefix of a hidden sort-key column.
 pub const SORT_KEY: &str = "__sk_";
 /// The prefix of a hidden primary-key column.
@@ -59,7 +61,7 @@ pub fn order(
     builder: LogicalPlanBuilder,
     sort: &[SortExpr],
     keyset: &Keyset,
-) -> datafusion::common::Result<LogicalPlanBuilder> {
+) -> Result<LogicalPlanBuilder, LowerError> {
     // The sort keys replace any of an earlier sort stage.
     let mut exprs: Vec<Expr> = every_column(builder.schema())
         .into_iter()
@@ -96,16 +98,37 @@ pub fn order(
                         .clone())
                 })
                 .collect::<datafusion::common::Result<Vec<_>>>()?;
-            if values.len() != keys.len() {
-                return Err(datafusion::common::DataFusionError::Plan(
-                    "the cursor does not fit this query's order".into(),
-                ));
-            }
+            check_anchor(values, &typed)?;
             builder.filter(after(&keys, &typed, values))?
         }
         None => builder,
     };
-    builder.sort(keys)
+    Ok(builder.sort(keys)?)
+}
+
+/// Whether a cursor's anchor fits an order of columns of `types`: one value each, each
+/// readable as its column's type.
+fn check_anchor(values: &[Option<String>], types: &[DataType]) -> Result<(), LowerError> {
+    let misfit = || {
+        LowerError::Cursor(
+            "the cursor does not fit this query's order: pass `next_cursor` back with the query it came from".into(),
+        )
+    };
+    if values.len() != types.len() {
+        return Err(misfit());
+    }
+    for (value, ty) in values.iter().zip(types) {
+        if let Some(value) = value {
+            let text = datafusion::arrow::array::StringArray::from(vec![value.as_str()]);
+            let options = datafusion::arrow::compute::CastOptions {
+                safe: false,
+                ..Default::default()
+            };
+            datafusion::arrow::compute::cast_with_options(&text, ty, &options)
+                .map_err(|_| misfit())?;
+        }
+    }
+    Ok(())
 }
 
 /// The rows strictly after `values` in the order of `keys` (each of type `types[i]`).

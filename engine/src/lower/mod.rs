@@ -46,6 +46,9 @@ pub enum LowerError {
     /// A query the lowering cannot express.
     #[error("cannot plan the query: {0}")]
     Plan(String),
+    /// A page cursor whose anchor does not fit the query's order.
+    #[error("invalid cursor: {0}")]
+    Cursor(String),
     /// DataFusion refused the plan.
     #[error(transparent)]
     DataFusion(DataFusionError),
@@ -101,6 +104,7 @@ pub fn lower(
     let mut sort: Vec<SortExpr> = Vec::new();
     let session_columns = session_refs(resolved);
     let mut joined_sessions = false;
+    let paged = paging.is_some();
     let paging = paging.filter(|_| pageable(resolved, def));
     let last_sort = resolved
         .pipeline_stages
@@ -162,7 +166,12 @@ pub fn lower(
                     builder = join_sessions(builder, tables, unit, &session_columns)?;
                     joined_sessions = true;
                 }
-                sort = sort_exprs(key, *descending, aggregated, resolved, &sort)?;
+                let key_order = std::mem::take(&mut sort);
+                sort = sort_exprs(key, *descending, aggregated, resolved, &key_order)?;
+                if paged && aggregated {
+                    // Pages by offset need one order: buckets tied on the sort come in key order.
+                    sort.extend(key_order);
+                }
                 builder = match paging {
                     // Only the last sort stage orders the pages.
                     Some(k) if Some(index) == last_sort => keyset::order(builder, &sort, k)?,
@@ -200,6 +209,17 @@ pub fn lower(
     }
     if !sort.is_empty() {
         builder = builder.sort(sort)?;
+    }
+    if paged && paging.is_none() && !aggregated && last_sort.is_none() && !def.schema.key.is_empty()
+    {
+        // Rows paged by offset (sessions with attached rows) need one order: the key's.
+        let key: Vec<SortExpr> = def
+            .schema
+            .key
+            .iter()
+            .map(|c| col(*c).sort(true, false))
+            .collect();
+        builder = builder.sort(key)?;
     }
     if let Some(k) = paging {
         if last_sort.is_none() {

@@ -416,7 +416,7 @@ impl Job {
                 .unwrap_or(ranking.len()),
             None => (self.offset as usize).min(ranking.len()),
         };
-        let end = (start + self.page_size).min(ranking.len());
+        let end = start.saturating_add(self.page_size).min(ranking.len());
         let page = &ranking[start..end];
         let more = end < ranking.len();
         let next_cursor = match (more, page.last()) {

@@ -267,17 +267,22 @@ fn with_following_space(text: &str, span: Span) -> Span {
     Span::new(span.start, span.end + spaces)
 }
 
-/// The spans of the `lane:` clauses in `expr`.
+/// Whether `expr` is a `lane:` clause.
+fn is_lane(expr: &ast::Expr) -> bool {
+    matches!(&expr.kind, ast::ExprKind::Field(c) if !c.field.session && c.field.name == "lane")
+}
+
+/// The spans of the `lane:` clauses in `expr` (with their negation, when negated).
 fn lane_clauses(expr: &ast::Expr, out: &mut Vec<Span>) {
     match &expr.kind {
-        ast::ExprKind::Field(clause) if !clause.field.session && clause.field.name == "lane" => {
-            out.push(clause.span);
-        }
+        ast::ExprKind::Field(clause) if is_lane(expr) => out.push(clause.span),
         ast::ExprKind::And { operands, .. } | ast::ExprKind::Or { operands } => {
             for operand in operands {
                 lane_clauses(operand, out);
             }
         }
+        // `-lane:x` / `NOT lane:x`: the negation goes with the clause.
+        ast::ExprKind::Not { operand, .. } if is_lane(operand) => out.push(expr.span),
         ast::ExprKind::Not { operand, .. } => lane_clauses(operand, out),
         ast::ExprKind::Group { inner } => lane_clauses(inner, out),
         _ => {}
