@@ -98,24 +98,27 @@ const WORDS: &[&str] = &[
     "write",
 ];
 
+/// Appends the `i`th word of a sentence: after a space, the first one capitalised.
+fn push_word(out: &mut String, word: &str, i: usize) {
+    if i > 0 {
+        out.push(' ');
+        out.push_str(word);
+        return;
+    }
+    let mut chars = word.chars();
+    if let Some(first) = chars.next() {
+        out.extend(first.to_uppercase());
+        out.push_str(chars.as_str());
+    }
+}
+
 /// A sentence of `min..=max` words, capitalised, ending with a full stop.
 pub fn sentence(rng: &mut impl Rng, min: usize, max: usize) -> String {
     let n = rng.random_range(min..=max.max(min));
     let mut out = String::with_capacity(n * 7);
     for i in 0..n {
         let word = WORDS[rng.random_range(0..WORDS.len())];
-        if i > 0 {
-            out.push(' ');
-        }
-        if i == 0 {
-            let mut chars = word.chars();
-            if let Some(first) = chars.next() {
-                out.extend(first.to_uppercase());
-                out.push_str(chars.as_str());
-            }
-        } else {
-            out.push_str(word);
-        }
+        push_word(&mut out, word, i);
     }
     out.push('.');
     out
@@ -230,23 +233,12 @@ pub fn prose(rng: &mut impl Rng, min: usize, max: usize) -> String {
     let n = rng.random_range(min..=max.max(min));
     let mut out = String::with_capacity(n * 8);
     for i in 0..n {
-        if i > 0 {
-            out.push(' ');
-        }
         let word = if rng.random_bool(0.5) {
             WORDS[rng.random_range(0..WORDS.len())].to_string()
         } else {
             tail_word(zipf_rank(rng))
         };
-        if i == 0 {
-            let mut chars = word.chars();
-            if let Some(first) = chars.next() {
-                out.extend(first.to_uppercase());
-                out.push_str(chars.as_str());
-            }
-        } else {
-            out.push_str(&word);
-        }
+        push_word(&mut out, &word, i);
     }
     for (phrase, chance) in PHRASES {
         if rng.random_bool(*chance) {

@@ -41,6 +41,20 @@ def text_of(result):
     return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
+async def walk(session, tool, call):
+    """Every page of `tool` called with `call`, passing each page's next_cursor on: the pages'
+    structured contents, and the last one."""
+    pages, cursor = [], None
+    while True:
+        result = await session.call_tool(tool, {**call, **({"cursor": cursor} if cursor else {})})
+        check(not result.is_error, f"{tool} page {len(pages) + 1} answers: {text_of(result)[:300]}")
+        pages.append(result.structured_content)
+        cursor = pages[-1].get("next_cursor")
+        if not cursor:
+            return pages, pages[-1]
+        check(len(pages) < 1000, f"the {tool} walk ends")
+
+
 async def open_server(args, db):
     owner = getpass.getuser()
     async with stdio_client(
@@ -82,19 +96,10 @@ async def open_server(args, db):
             # SQLite's order of the reader's rows by primary key.
             want = [r[0] for r in db.execute(
                 f"SELECT m.message_id {visible} AND m.role = 'user' ORDER BY m.message_id", (owner,))]
-            walked, cursor, pages = [], None, 0
-            while True:
-                call = {"expression": "messages where role:user | select message_id", "limit": 40}
-                if cursor:
-                    call["cursor"] = cursor
-                result = await session.call_tool("query_units", call)
-                check(not result.is_error, f"query_units page {pages + 1}: {text_of(result)[:300]}")
-                walked += [r[0] for r in rows_of(result)]
-                pages += 1
-                cursor = result.structured_content.get("next_cursor")
-                if not cursor:
-                    break
-                check(pages < 1000, "the query_units walk ends")
+            pages, envelope = await walk(session, "query_units",
+                                         {"expression": "messages where role:user | select message_id", "limit": 40})
+            walked = [r[0] for page in pages for r in page["rows"]]
+            pages = len(pages)
             check(walked == want and pages > 1,
                   f"query_units pages ({pages}) walk the reader's {len(want)} user messages in key order")
 
@@ -138,21 +143,10 @@ async def open_server(args, db):
                    JOIN sessions s ON s.session_id = b.session_id
                    WHERE blocks_fts MATCH 'test' AND b.type IN ('text', 'thinking')
                      AND m.role IN ('user', 'assistant') AND NOT m.hidden AND s.owner = ?""", (owner,))}
-            walked, cursor, pages, first_cursor = [], None, 0, None
-            while True:
-                call = {"query": "test", "limit": 3}
-                if cursor:
-                    call["cursor"] = cursor
-                result = await session.call_tool("search", call)
-                check(not result.is_error, f"search page {pages + 1} answers: {text_of(result)[:300]}")
-                envelope = result.structured_content
-                walked += [h["session"]["session_id"] for h in envelope["hits"]]
-                pages += 1
-                cursor = envelope.get("next_cursor")
-                first_cursor = first_cursor or cursor
-                if not cursor:
-                    break
-                check(pages < 1000, "the walk ends")
+            pages, envelope = await walk(session, "search", {"query": "test", "limit": 3})
+            walked = [h["session"]["session_id"] for page in pages for h in page["hits"]]
+            first_cursor = pages[0].get("next_cursor")
+            pages = len(pages)
             check(len(walked) == len(set(walked)) == envelope["total"],
                   f"the walk of {pages} pages returns each of the {envelope['total']} sessions once")
             check(set(walked) <= matching and len(walked) > 0,

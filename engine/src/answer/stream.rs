@@ -107,7 +107,6 @@ impl QueryStream {
         limit: Option<usize>,
         counter: Option<RowCounter>,
         attached: Attached,
-        ticket: Option<Ticket>,
         pager: Option<Pager>,
     ) -> Result<Self, Error> {
         let schema = match &pager {
@@ -126,13 +125,14 @@ impl QueryStream {
             counter,
             attached,
             ended: false,
-            ticket,
+            ticket: None,
             deadline: None,
             pager,
         })
     }
 
-    /// The same stream, its outcome recorded on `ticket`.
+    /// The same stream, its outcome recorded on `ticket` (given once the stream exists, so a
+    /// stream that cannot be made leaves the ticket to its caller).
     pub(crate) fn with_ticket(mut self, ticket: Ticket) -> Self {
         self.ticket = Some(ticket);
         self

@@ -918,9 +918,7 @@ fn audited(
     caps: Caps,
 ) -> Result<QueryStream, Error> {
     match started.and_then(|s| {
-        QueryStream::new(
-            s.meta, s.stream, caps.limit, s.counter, s.attached, None, s.pager,
-        )
+        QueryStream::new(s.meta, s.stream, caps.limit, s.counter, s.attached, s.pager)
     }) {
         Ok(stream) => Ok(stream.with_ticket(ticket)),
         Err(e) => {
