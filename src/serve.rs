@@ -113,6 +113,18 @@ fn service(cli: &Cli, limits: &LimitArgs) -> Result<Service, Failure> {
     // The engine's own default session is the admin scope's (each request has its own).
     base.scope = quarry::Scope::Admin;
     let quarry = quarry::Quarry::open(&base).map_err(by_class)?;
+    // Searches are exact meanwhile; they are faster once it is ready.
+    let prepared = quarry.clone();
+    std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        match prepared.prepare_search() {
+            Ok(blocks) => eprintln!(
+                "quarry: search row directory ready: {blocks} blocks in {:.1} s",
+                started.elapsed().as_secs_f64()
+            ),
+            Err(e) => eprintln!("quarry: searches read the archive without the row directory: {e}"),
+        }
+    });
     Ok(Service::new(quarry, scopes_file, limits))
 }
 

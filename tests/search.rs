@@ -310,6 +310,14 @@ const QUERIES: &[(&str, &str, &str)] = &[
 fn the_admin_ranking_equals_fts5_bm25_for_every_query() {
     let Some(f) = Fixture::new() else { return };
     let (q, conn) = (&f.q, &f.conn);
+    // First through the join of the index with `blocks`, then through the row directory a
+    // long-lived server prepares: both equal the oracle.
+    admin_ranking_equals_fts5_bm25(q, conn);
+    q.prepare_search().unwrap();
+    admin_ranking_equals_fts5_bm25(q, conn);
+}
+
+fn admin_ranking_equals_fts5_bm25(q: &Quarry, conn: &Connection) {
     let mut nonempty = 0;
     for (text, lane, fts) in QUERIES {
         let (pages, _, want) = walk_equals_oracle(q, conn, "blocks_fts", (text, lane, fts), 7);
@@ -525,6 +533,9 @@ fn cursors_walk_without_duplicates_or_gaps_across_an_ingest_and_refuse_another_s
         return;
     };
     let q = open_as(&archive, "admin");
+    // As a server would: the row directory of the first generation is ready, and is stale
+    // once the ingest below moves the generation on.
+    q.prepare_search().unwrap();
     let rt = runtime();
     let request = SearchRequest {
         text: "test".into(),
@@ -1026,7 +1037,7 @@ fn the_ranked_form_of_the_language_ranks_as_the_oracle_and_the_rest_stays_a_filt
 }
 
 #[test]
-fn a_ranking_split_across_connections_equals_the_one_read_on_one() {
+fn a_ranking_split_across_connections_or_read_through_the_directory_equals_the_one_read_on_one() {
     use quarry::search::rank::{self, Lane, Narrowing, Universe};
     let Some(f) = Fixture::new() else { return };
     let path = f._dir.path().join("archive.db");
@@ -1039,6 +1050,8 @@ fn a_ranking_split_across_connections_equals_the_one_read_on_one() {
     let conn = open();
     let excluded = rank::system_messages(&conn).unwrap();
     let pin = rank::max_rowid(&conn).unwrap();
+    let directory = quarry::search::directory::Directory::build(&conn, &excluded).unwrap();
+    assert!(!directory.is_empty());
     let universe = Universe {
         sessions: None,
         hidden: None,
@@ -1056,6 +1069,7 @@ fn a_ranking_split_across_connections_equals_the_one_read_on_one() {
             session: None,
             excluded: &excluded,
             pin,
+            directory: None,
         };
         let (rows, tokens) = rank::table_totals(&conn, &search, pin).unwrap().unwrap();
         let stats = quarry::search::bm25::Stats {
@@ -1086,5 +1100,46 @@ fn a_ranking_split_across_connections_equals_the_one_read_on_one() {
             key(&one),
             "{text}: split across three connections"
         );
+        // Through the row directory, on one connection and on three: the same groups, and
+        // the same sessions matching.
+        let indexed = Narrowing {
+            directory: Some(&directory),
+            ..narrowing
+        };
+        let ranked = |more: Vec<Connection>| {
+            rank::rank(&conn, more, &search, &universe, &indexed, &stats, false).unwrap()
+        };
+        assert_eq!(key(&ranked(Vec::new())), key(&one), "{text}: directory");
+        assert_eq!(
+            key(&ranked(vec![open(), open()])),
+            key(&one),
+            "{text}: directory, split"
+        );
+        assert_eq!(
+            rank::sessions(&conn, &search, &universe, &indexed).unwrap(),
+            rank::sessions(&conn, &search, &universe, &narrowing).unwrap(),
+            "{text}: matching sessions"
+        );
     }
+    // Readers never read it: their universe leaves rows out.
+    let search = quarry::search::text::parse("test").unwrap();
+    let some: std::collections::HashSet<String> =
+        session_ids(&conn, "1 = 1").into_iter().take(3).collect();
+    let reader = Universe {
+        sessions: Some(&some),
+        hidden: None,
+        guard: true,
+    };
+    let narrowing = |directory| Narrowing {
+        lane: Lane::Dialogue,
+        candidates: None,
+        session: None,
+        excluded: &excluded,
+        pin,
+        directory,
+    };
+    assert_eq!(
+        rank::sessions(&conn, &search, &reader, &narrowing(Some(&directory))).unwrap(),
+        rank::sessions(&conn, &search, &reader, &narrowing(None)).unwrap(),
+    );
 }

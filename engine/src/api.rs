@@ -120,6 +120,16 @@ impl Quarry {
         crate::search::search(&self.default_session().await?, request).await
     }
 
+    /// Readies what a long-lived server's searches read (the row directory of the archive's
+    /// current generation, [`crate::search::directory`]) and lets later searches rebuild it
+    /// when an ingest moves the generation on. It reads the archive once (a second or so per
+    /// million blocks): call it on a thread of its own at start. A one-shot command does not:
+    /// searches are exact without it. Returns the blocks it holds.
+    pub fn prepare_search(&self) -> Result<usize, Error> {
+        crate::search::directory::prepare(&self.engine)
+            .map_err(|e| Error::archive(self.archive(), e))
+    }
+
     /// Counts facets (see [`crate::facets`]) in a session of the options' scope and caller.
     pub async fn facets(
         &self,

@@ -1,7 +1,9 @@
-//! The one FTS5 auxiliary function quarry registers: `quarry_hit(TABLE)`, which reports what
+//! The FTS5 auxiliary functions quarry registers: `quarry_hit(TABLE)`, which reports what
 //! FTS5's own `bm25()` reads for the current row (its per-phrase frequencies, its length in
 //! tokens, and the table's row and token counts) without computing a score, so the score can
-//! be computed over statistics of the caller's rows (the engine's `search::bm25`).
+//! be computed over statistics of the caller's rows (the engine's `search::bm25`); and
+//! `quarry_frequencies(TABLE)`, the per-phrase frequencies alone, for a caller that knows each
+//! row's length already (reading it is a lookup in the `_docsize` table per row).
 //!
 //! This is the only crate of quarry with unsafe code: the C ABI of the function and the
 //! `fts5_api` pointer it is registered through, as SQLite documents them. Everything unsafe is
@@ -9,7 +11,8 @@
 //!
 //! The blob it returns: the table's row count and token count (i64 each), the row's token count
 //! (i64), then one frequency per phrase (f64: the row's instances of the phrase, each column
-//! weighted 1.0 as `bm25()` weights them by default), all little-endian.
+//! weighted 1.0 as `bm25()` weights them by default), all little-endian. `quarry_frequencies`
+//! returns the frequencies alone, in the same encoding.
 
 use std::ffi::{CStr, c_int, c_void};
 use std::ptr;
@@ -17,8 +20,25 @@ use std::ptr;
 use rusqlite::Connection;
 use rusqlite::ffi;
 
-/// The function's name.
+/// The name of the function reporting what `bm25()` reads.
 pub const HIT: &str = "quarry_hit";
+/// The name of the function reporting the row's frequencies alone.
+pub const FREQUENCIES: &str = "quarry_frequencies";
+
+/// The phrases' frequencies from the blob [`FREQUENCIES`] returns, written into `frequencies`
+/// (cleared first); `false` for a blob it did not write.
+pub fn frequencies(blob: &[u8], frequencies: &mut Vec<f64>) -> bool {
+    if !blob.len().is_multiple_of(8) {
+        return false;
+    }
+    frequencies.clear();
+    frequencies.extend(blob.chunks_exact(8).map(|w| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(w);
+        f64::from_le_bytes(word)
+    }));
+    true
+}
 
 /// What [`HIT`] reported for one row.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,26 +92,39 @@ impl RowHit {
     }
 }
 
-/// Registers [`HIT`] on `conn` (once per connection).
+/// The C signature of an FTS5 auxiliary function.
+type Auxiliary = unsafe extern "C" fn(
+    *const ffi::Fts5ExtensionApi,
+    *mut ffi::Fts5Context,
+    *mut ffi::sqlite3_context,
+    c_int,
+    *mut *mut ffi::sqlite3_value,
+);
+
+/// Registers [`HIT`] and [`FREQUENCIES`] on `conn` (once per connection).
 pub fn register(conn: &Connection) -> rusqlite::Result<()> {
     let api = fts5_api(conn)?;
-    let name = c"quarry_hit";
-    // SAFETY: `api` is the connection's live fts5_api (checked non-null with a version that has
-    // xCreateFunction); the name is a static C string; the function keeps no user data.
-    let rc = unsafe {
-        match (*api).xCreateFunction {
-            Some(create) => create(api, name.as_ptr(), ptr::null_mut(), Some(quarry_hit), None),
-            None => ffi::SQLITE_ERROR,
+    let functions: [(&CStr, Auxiliary); 2] = [
+        (c"quarry_hit", quarry_hit),
+        (c"quarry_frequencies", quarry_frequencies),
+    ];
+    for (name, function) in functions {
+        // SAFETY: `api` is the connection's live fts5_api (checked non-null with a version that
+        // has xCreateFunction); the name is a static C string; the function keeps no user data.
+        let rc = unsafe {
+            match (*api).xCreateFunction {
+                Some(create) => create(api, name.as_ptr(), ptr::null_mut(), Some(function), None),
+                None => ffi::SQLITE_ERROR,
+            }
+        };
+        if rc != ffi::SQLITE_OK {
+            return Err(rusqlite::Error::SqliteFailure(
+                ffi::Error::new(rc),
+                Some("cannot register the full-text ranking functions".into()),
+            ));
         }
-    };
-    if rc == ffi::SQLITE_OK {
-        Ok(())
-    } else {
-        Err(rusqlite::Error::SqliteFailure(
-            ffi::Error::new(rc),
-            Some("cannot register the full-text ranking function".into()),
-        ))
     }
+    Ok(())
 }
 
 /// The connection's `fts5_api` pointer, as SQLite documents fetching it: `SELECT fts5(?1)`
@@ -133,7 +166,7 @@ fn fts5_api(conn: &Connection) -> rusqlite::Result<*mut ffi::fts5_api> {
     Ok(api)
 }
 
-/// The auxiliary function (see the module docs).
+/// [`HIT`] (see the module docs).
 unsafe extern "C" fn quarry_hit(
     api: *const ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
@@ -141,11 +174,36 @@ unsafe extern "C" fn quarry_hit(
     _n_val: c_int,
     _values: *mut *mut ffi::sqlite3_value,
 ) {
-    // SAFETY: SQLite calls this with its live extension API and context for the current row;
-    // every out-pointer passed below is a local of this frame; the result blob is copied by
-    // SQLite (SQLITE_TRANSIENT).
+    // SAFETY: SQLite calls this with its live extension API and context for the current row.
+    unsafe { answer(ctx, hit(&*api, fts)) }
+}
+
+/// [`FREQUENCIES`] (see the module docs).
+unsafe extern "C" fn quarry_frequencies(
+    api: *const ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    ctx: *mut ffi::sqlite3_context,
+    _n_val: c_int,
+    _values: *mut *mut ffi::sqlite3_value,
+) {
+    // SAFETY: SQLite calls this with its live extension API and context for the current row.
     unsafe {
-        match row(&*api, fts) {
+        let api = &*api;
+        let mut blob = Vec::new();
+        let result = instances(api, fts, &mut blob).map(|()| blob);
+        answer(ctx, result)
+    }
+}
+
+/// Sets the function's result: the blob, or the error code.
+///
+/// # Safety
+/// `ctx` must be the context SQLite passed to the auxiliary function call.
+unsafe fn answer(ctx: *mut ffi::sqlite3_context, result: Result<Vec<u8>, c_int>) {
+    // SAFETY: `ctx` is live for this call (the caller's contract); SQLite copies the blob
+    // (SQLITE_TRANSIENT) before this returns.
+    unsafe {
+        match result {
             Ok(blob) => ffi::sqlite3_result_blob(
                 ctx,
                 blob.as_ptr().cast::<c_void>(),
@@ -157,33 +215,59 @@ unsafe extern "C" fn quarry_hit(
     }
 }
 
-/// The blob of the current row, or SQLite's error code.
+/// SQLite's `SQLITE_OK` as a `Result`.
+fn ok(rc: c_int) -> Result<(), c_int> {
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(rc)
+    }
+}
+
+/// Appends to `blob` the current row's instances of each phrase (f64, little-endian), every
+/// column weighted 1.0.
 ///
 /// # Safety
 /// `api` and `fts` must be what SQLite passed to an auxiliary function call.
-unsafe fn row(api: &ffi::Fts5ExtensionApi, fts: *mut ffi::Fts5Context) -> Result<Vec<u8>, c_int> {
-    let ok = |rc: c_int| {
-        if rc == ffi::SQLITE_OK {
-            Ok(())
-        } else {
-            Err(rc)
+unsafe fn instances(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    blob: &mut Vec<u8>,
+) -> Result<(), c_int> {
+    let missing = ffi::SQLITE_MISUSE;
+    // SAFETY: forwarded from the caller's contract; the iterator and out-pointers are locals,
+    // and the iterator is used only within this call, as FTS5 requires.
+    unsafe {
+        let phrases = (api.xPhraseCount.ok_or(missing)?)(fts).max(0);
+        let first = api.xPhraseFirst.ok_or(missing)?;
+        let next = api.xPhraseNext.ok_or(missing)?;
+        blob.reserve(8 * phrases as usize);
+        for phrase in 0..phrases {
+            let mut iter = ffi::Fts5PhraseIter {
+                a: ptr::null(),
+                b: ptr::null(),
+            };
+            let (mut column, mut offset) = (0, 0);
+            ok(first(fts, phrase, &mut iter, &mut column, &mut offset))?;
+            let mut count = 0u32;
+            while column >= 0 {
+                count += 1;
+                next(fts, &mut iter, &mut column, &mut offset);
+            }
+            blob.extend_from_slice(&f64::from(count).to_le_bytes());
         }
-    };
+        Ok(())
+    }
+}
+
+/// The [`HIT`] blob of the current row, or SQLite's error code.
+///
+/// # Safety
+/// `api` and `fts` must be what SQLite passed to an auxiliary function call.
+unsafe fn hit(api: &ffi::Fts5ExtensionApi, fts: *mut ffi::Fts5Context) -> Result<Vec<u8>, c_int> {
     let missing = ffi::SQLITE_MISUSE;
     // SAFETY: forwarded from the caller's contract; out-pointers are locals.
     unsafe {
-        let phrases = (api.xPhraseCount.ok_or(missing)?)(fts).max(0) as usize;
-        let mut frequencies = vec![0f64; phrases];
-        let mut instances: c_int = 0;
-        ok((api.xInstCount.ok_or(missing)?)(fts, &mut instances))?;
-        let inst = api.xInst.ok_or(missing)?;
-        for i in 0..instances {
-            let (mut phrase, mut column, mut offset) = (0, 0, 0);
-            ok(inst(fts, i, &mut phrase, &mut column, &mut offset))?;
-            if let Some(f) = frequencies.get_mut(phrase as usize) {
-                *f += 1.0;
-            }
-        }
         let mut row_tokens: c_int = 0;
         ok((api.xColumnSize.ok_or(missing)?)(fts, -1, &mut row_tokens))?;
         let mut table_rows: ffi::sqlite3_int64 = 0;
@@ -194,13 +278,11 @@ unsafe fn row(api: &ffi::Fts5ExtensionApi, fts: *mut ffi::Fts5Context) -> Result
             -1,
             &mut table_tokens,
         ))?;
-        let mut blob = Vec::with_capacity(24 + 8 * phrases);
+        let mut blob = Vec::with_capacity(64);
         blob.extend_from_slice(&table_rows.to_le_bytes());
         blob.extend_from_slice(&table_tokens.to_le_bytes());
         blob.extend_from_slice(&i64::from(row_tokens).to_le_bytes());
-        for f in frequencies {
-            blob.extend_from_slice(&f.to_le_bytes());
-        }
+        instances(api, fts, &mut blob)?;
         Ok(blob)
     }
 }
@@ -277,6 +359,17 @@ mod tests {
         assert_eq!(RowHit::frequencies(&blob, &mut frequencies), Some(5));
         assert_eq!(frequencies, vec![2.0, 2.0]);
         assert_eq!(RowHit::frequencies(&blob[..20], &mut frequencies), None);
+        // The frequencies alone, for the same row and a NOT phrase (never in a matching row).
+        let alone: Vec<u8> = conn
+            .query_row(
+                "SELECT quarry_frequencies(t) FROM t WHERE t MATCH '\"x\" AND \"y\" NOT \"q\"'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(super::frequencies(&alone, &mut frequencies));
+        assert_eq!(frequencies, vec![2.0, 2.0, 0.0]);
+        assert!(!super::frequencies(&alone[..7], &mut frequencies));
         let sizes: Vec<u8> = conn
             .query_row("SELECT sz FROM t_docsize WHERE id = 1", [], |r| r.get(0))
             .unwrap();

@@ -1,6 +1,8 @@
 //! Values derived from the archive as of one generation (a reader's search statistics, the
 //! messages no search lane ranks, ...), kept until the generation moves: a value is computed
-//! at most once per key and generation, and a lookup at a newer generation recomputes it.
+//! at most once per key and generation, and a lookup at a newer generation recomputes it; and
+//! slots, one value per key for the engine's life, for state that follows the generation
+//! itself (the search's row directory, built on a thread of its own).
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -17,6 +19,7 @@ type Kept = (i64, Arc<dyn Any + Send + Sync>);
 #[derive(Default)]
 pub struct Memo {
     values: Mutex<HashMap<String, Kept>>,
+    slots: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl Memo {
@@ -49,6 +52,19 @@ impl Memo {
             return Ok((value, true));
         }
         Ok((self.keep(key, generation, compute().await?), false))
+    }
+
+    /// The engine's one `T` under `key`, created empty on first use and kept for the engine's
+    /// life whatever the generation (state that follows the generation itself, such as the
+    /// search's row directory and whether it is being built).
+    pub fn slot<T: Any + Send + Sync + Default>(&self, key: &str) -> Arc<T> {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slot) = slots.get(key).and_then(|s| s.clone().downcast::<T>().ok()) {
+            return slot;
+        }
+        let slot = Arc::new(T::default());
+        slots.insert(key.to_string(), slot.clone());
+        slot
     }
 
     /// Keeps `value` as `key`'s at `generation`.
@@ -101,5 +117,16 @@ mod tests {
         assert_eq!(*v, 8);
         let v = memo.get("k", 1, || Ok(9u32)).unwrap();
         assert_eq!(*v, 9);
+    }
+
+    #[test]
+    fn a_slot_is_one_value_for_the_engines_life() {
+        let memo = Memo::default();
+        let slot = memo.slot::<std::sync::atomic::AtomicU32>("s");
+        slot.store(5, std::sync::atomic::Ordering::Relaxed);
+        let again = memo.slot::<std::sync::atomic::AtomicU32>("s");
+        assert_eq!(again.load(std::sync::atomic::Ordering::Relaxed), 5);
+        // Another type under the same key is a new slot.
+        assert_eq!(*memo.slot::<u8>("s"), 0);
     }
 }

@@ -17,6 +17,7 @@
 
 pub mod bm25;
 pub mod cursor;
+pub mod directory;
 pub mod envelope;
 pub mod rank;
 pub mod rows;
@@ -350,6 +351,16 @@ impl Job {
         })
     }
 
+    /// The row directory of generation `now` when this search may read it: the admin scope
+    /// ranking sessions (a reader's guard reads each row's text; one session's messages are
+    /// few). `None` also while it is being built.
+    fn directory(&self, now: i64) -> Option<Arc<directory::Directory>> {
+        let admin = self.scope_sessions.is_none() && self.hidden.is_none() && !self.guard;
+        (admin && self.within.is_none())
+            .then(|| directory::at(&self.engine, now))
+            .flatten()
+    }
+
     /// The sessions holding a row the text matches, as a first page would rank them.
     fn matching(&self, conn: &Connection) -> Result<HashSet<String>, Error> {
         let archive_error = |e: rusqlite::Error| Error::archive(&self.archive, e);
@@ -361,12 +372,14 @@ impl Job {
             hidden: self.hidden.as_deref(),
             guard: self.guard,
         };
+        let directory = self.directory(now);
         let narrowing = Narrowing {
             lane: self.lane,
             candidates: self.candidates.as_ref(),
             session: self.within.as_deref(),
             excluded: &excluded,
             pin: rank::max_rowid(conn).map_err(archive_error)?,
+            directory: directory.as_deref(),
         };
         rank::sessions(conn, &self.search, &universe, &narrowing).map_err(archive_error)
     }
@@ -385,12 +398,14 @@ impl Job {
             guard: self.guard,
         };
         let excluded = self.excluded(conn, now)?;
+        let directory = self.directory(now);
         let narrowing = Narrowing {
             lane: self.lane,
             candidates: self.candidates.as_ref(),
             session: self.within.as_deref(),
             excluded: &excluded,
             pin,
+            directory: directory.as_deref(),
         };
         let stats = match &self.cursor {
             Some(c) => c.stats.clone(),
@@ -574,12 +589,16 @@ impl Job {
         generation: i64,
         candidates: &HashSet<String>,
     ) -> Result<MissDiagnostics, Error> {
+        let now =
+            quarry_archive::read_generation(conn).map_err(|e| Error::archive(&self.archive, e))?;
+        let directory = self.directory(now);
         let unfiltered = Narrowing {
             lane: self.lane,
             candidates: None,
             session: self.within.as_deref(),
             excluded,
             pin,
+            directory: directory.as_deref(),
         };
         let stats = self.stats(conn, universe, pin, generation)?;
         let sessions = rank::rank(

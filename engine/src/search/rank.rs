@@ -13,6 +13,7 @@ use quarry_udf::functions::MemberSet;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::bm25::{self, Stats};
+use super::directory::{Directory, Kind};
 use super::text::Search;
 use quarry_fts5::{self as fts5, RowHit};
 
@@ -81,6 +82,9 @@ pub struct Narrowing<'a> {
     pub excluded: &'a HashSet<String>,
     /// The highest block row id that may match.
     pub pin: i64,
+    /// The row directory of the search's generation, when the ranking may read it instead of
+    /// joining `blocks` (the admin scope, sessions ranked: see [`super::directory`]).
+    pub directory: Option<&'a Directory>,
 }
 
 /// One matching block, scored.
@@ -104,12 +108,20 @@ impl Hit {
     /// Whether this block beats `other` as its entry's best: lower score, then earlier
     /// message, then earlier block.
     fn beats(&self, score: f64, message_position: i64, block_position: i64) -> bool {
-        score
-            .total_cmp(&self.score)
-            .then(message_position.cmp(&self.message_position))
-            .then(block_position.cmp(&self.block_position))
-            .is_lt()
+        ahead(
+            (score, message_position, block_position),
+            (self.score, self.message_position, self.block_position),
+        )
     }
+}
+
+/// Whether block `a` (score, message position, block position) ranks ahead of block `b` in
+/// one entry: lower score, then earlier message, then earlier block.
+fn ahead(a: (f64, i64, i64), b: (f64, i64, i64)) -> bool {
+    a.0.total_cmp(&b.0)
+        .then(a.1.cmp(&b.1))
+        .then(a.2.cmp(&b.2))
+        .is_lt()
 }
 
 /// One ranked entry: a session (or a message within one), its best block and how many of its
@@ -232,6 +244,9 @@ fn rank_range(
     within: bool,
     range: (i64, i64),
 ) -> rusqlite::Result<HashMap<String, Ranked>> {
+    if let Some(directory) = indexed(universe, narrowing, within) {
+        return rank_indexed(conn, directory, search, narrowing, stats, range);
+    }
     let idf = stats.idf();
     let avgdl = stats.avgdl();
     let mut entries: HashMap<String, Ranked> = HashMap::new();
@@ -300,6 +315,26 @@ pub fn sessions(
     universe: &Universe<'_>,
     narrowing: &Narrowing<'_>,
 ) -> rusqlite::Result<HashSet<String>> {
+    if let Some(directory) = indexed(universe, narrowing, false) {
+        let mut found = vec![false; directory.sessions()];
+        each_indexed(
+            conn,
+            directory,
+            search,
+            narrowing,
+            (false, (1, narrowing.pin)),
+            |_, entry| {
+                found[entry.session as usize] = true;
+                Ok(())
+            },
+        )?;
+        return Ok(found
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| **f)
+            .map(|(i, _)| directory.session(i as u32).to_string())
+            .collect());
+    }
     let mut found = HashSet::new();
     each_match(
         conn,
@@ -375,6 +410,165 @@ fn each_match(
             continue;
         }
         each(row, session_id, message_id)?;
+    }
+    Ok(())
+}
+
+/// The directory a scan may read: one is at hand, the universe is every row (the admin scope:
+/// no session, message or credential left out) and sessions are ranked, not one session's
+/// messages.
+fn indexed<'a>(
+    universe: &Universe<'_>,
+    narrowing: &Narrowing<'a>,
+    within: bool,
+) -> Option<&'a Directory> {
+    let everything = universe.sessions.is_none() && universe.hidden.is_none() && !universe.guard;
+    narrowing
+        .directory
+        .filter(|_| everything && !within && narrowing.session.is_none())
+}
+
+/// [`rank_range`] through the row directory: the index alone is scanned, each row looked up
+/// in `directory` (its session, positions, type and length), the groups kept per session
+/// index.
+fn rank_indexed(
+    conn: &Connection,
+    directory: &Directory,
+    search: &Search,
+    narrowing: &Narrowing<'_>,
+    stats: &Stats,
+    range: (i64, i64),
+) -> rusqlite::Result<HashMap<String, Ranked>> {
+    let idf = stats.idf();
+    let avgdl = stats.avgdl();
+    // Per session index: its best block and matching blocks.
+    let mut best: Vec<Option<Best>> = vec![None; directory.sessions()];
+    let mut frequencies = Vec::with_capacity(idf.len());
+    each_indexed(
+        conn,
+        directory,
+        search,
+        narrowing,
+        (true, range),
+        |row, entry| {
+            let blob = row.get_ref(1)?.as_blob()?;
+            if !fts5::frequencies(blob, &mut frequencies) {
+                return Ok(());
+            }
+            let score = bm25::score(&idf, avgdl, i64::from(entry.tokens), &frequencies);
+            let found = Best {
+                score,
+                message: entry.message,
+                block: entry.block,
+                rowid: 0,
+                blocks: 1,
+            };
+            match &mut best[entry.session as usize] {
+                Some(b) => {
+                    b.blocks += 1;
+                    if found.beats(b) {
+                        *b = Best {
+                            rowid: row.get(0)?,
+                            blocks: b.blocks,
+                            ..found
+                        };
+                    }
+                }
+                slot => {
+                    *slot = Some(Best {
+                        rowid: row.get(0)?,
+                        ..found
+                    })
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(best
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, b)| {
+            let b = b?;
+            let session_id = directory.session(i as u32).to_string();
+            let hit = Hit {
+                rowid: b.rowid,
+                message_id: format!("{session_id}/m{}", b.message),
+                session_id: session_id.clone(),
+                message_position: i64::from(b.message),
+                block_position: i64::from(b.block),
+                score: b.score,
+            };
+            Some((
+                session_id,
+                Ranked {
+                    best: hit,
+                    blocks: b.blocks,
+                },
+            ))
+        })
+        .collect())
+}
+
+/// A session's best block in [`rank_indexed`], and its matching blocks.
+#[derive(Debug, Clone, Copy)]
+struct Best {
+    score: f64,
+    message: u32,
+    block: u32,
+    rowid: i64,
+    blocks: u64,
+}
+
+impl Best {
+    /// Whether it ranks ahead of `other` ([`ahead`]).
+    fn beats(&self, other: &Best) -> bool {
+        let key = |b: &Best| (b.score, i64::from(b.message), i64::from(b.block));
+        ahead(key(self), key(other))
+    }
+}
+
+/// [`each_match`] through the row directory, for the admin scope: `each(row, entry)` for every
+/// block `search` matches in `range` (inclusive, at most the pin) whose entry the lane and the
+/// filter admit. A row holds the block's row id, then (`scored`) [`fts5::FREQUENCIES`]'s
+/// report.
+fn each_indexed(
+    conn: &Connection,
+    directory: &Directory,
+    search: &Search,
+    narrowing: &Narrowing<'_>,
+    (scored, range): (bool, (i64, i64)),
+    mut each: impl FnMut(&rusqlite::Row<'_>, &super::directory::Entry) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let report = if scored {
+        format!(", {}(blocks_fts)", fts5::FREQUENCIES)
+    } else {
+        String::new()
+    };
+    let sql = format!(
+        "SELECT rowid{report} FROM blocks_fts WHERE blocks_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params![search.fts, range.0, range.1.min(narrowing.pin)])?;
+    let kind = match narrowing.lane {
+        Lane::Dialogue => Kind::Dialogue,
+        Lane::Actions => Kind::Action,
+    };
+    let exclude = narrowing.lane == Lane::Dialogue;
+    let candidates = narrowing.candidates.map(|c| directory.members(c));
+    let mut lookup = directory.lookup();
+    while let Some(row) = rows.next()? {
+        let Some(entry) = lookup.find(row.get(0)?) else {
+            continue;
+        };
+        if entry.kind != kind
+            || (exclude && entry.system)
+            || candidates
+                .as_ref()
+                .is_some_and(|c| !c[entry.session as usize])
+        {
+            continue;
+        }
+        each(row, entry)?;
     }
     Ok(())
 }
