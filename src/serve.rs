@@ -113,19 +113,24 @@ fn service(cli: &Cli, limits: &LimitArgs) -> Result<Service, Failure> {
     // The engine's own default session is the admin scope's (each request has its own).
     base.scope = quarry::Scope::Admin;
     let quarry = quarry::Quarry::open(&base).map_err(by_class)?;
-    // Searches are exact meanwhile; they are faster once it is ready.
-    let prepared = quarry.clone();
+    Ok(Service::new(quarry, scopes_file, limits))
+}
+
+/// Builds the search's row directory on a thread of its own (a server whose searches may run
+/// in the admin scope); searches are exact meanwhile, and faster once it is ready.
+fn prepare_search(quarry: &quarry::Quarry) {
+    let quarry = quarry.clone();
     std::thread::spawn(move || {
         let started = std::time::Instant::now();
-        match prepared.prepare_search() {
-            Ok(blocks) => eprintln!(
+        match quarry.prepare_search() {
+            Ok(Some(blocks)) => eprintln!(
                 "quarry: search row directory ready: {blocks} blocks in {:.1} s",
                 started.elapsed().as_secs_f64()
             ),
+            Ok(None) => {}
             Err(e) => eprintln!("quarry: searches read the archive without the row directory: {e}"),
         }
     });
-    Ok(Service::new(quarry, scopes_file, limits))
 }
 
 /// `quarry serve`.
@@ -142,6 +147,8 @@ pub fn run_serve(cli: &Cli, args: ServeArgs) -> Result<(), Failure> {
     // The tokens file is checked before the archive is opened.
     quarry_server::tokens::Tokens::load(&options.tokens).map_err(Failure::usage)?;
     let service = service(cli, &args.limits)?;
+    // Any token may be an admin's.
+    prepare_search(service.quarry());
     quarry::block_on(quarry_server::http::serve(service, options))
         .map_err(by_class)?
         .map_err(|e| match e {
@@ -168,6 +175,10 @@ pub fn run_mcp(cli: &Cli, args: McpArgs) -> Result<(), Failure> {
         }
         None => quarry_server::mcp::Mode::Open(mcp_scope(cli)?),
     };
+    // A reader's or a pinned conversation's searches never read it.
+    if matches!(&mode, quarry_server::mcp::Mode::Open(scope) if scope.is_admin()) {
+        prepare_search(service.quarry());
+    }
     let server = quarry_server::mcp::McpServer::new(Arc::new(service), mode, os_user());
     quarry::block_on(quarry_server::mcp::serve_stdio(server))
         .map_err(by_class)?

@@ -313,8 +313,23 @@ fn the_admin_ranking_equals_fts5_bm25_for_every_query() {
     // First through the join of the index with `blocks`, then through the row directory a
     // long-lived server prepares: both equal the oracle.
     admin_ranking_equals_fts5_bm25(q, conn);
-    q.prepare_search().unwrap();
+    assert_eq!(q.search_directory(), None, "built only when asked");
+    let indexed: i64 = conn
+        .query_row("SELECT count(*) FROM blocks_fts_docsize", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(q.prepare_search().unwrap(), Some(indexed as usize));
     admin_ranking_equals_fts5_bm25(q, conn);
+    let (generation, blocks, uses) = q.search_directory().unwrap();
+    let now: String = conn
+        .query_row("SELECT value FROM meta WHERE key = 'generation'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!((generation.to_string(), blocks), (now, indexed as usize));
+    assert!(
+        uses >= QUERIES.len() as u64,
+        "every search read the directory: {uses}"
+    );
 }
 
 fn admin_ranking_equals_fts5_bm25(q: &Quarry, conn: &Connection) {
@@ -597,6 +612,30 @@ fn cursors_walk_without_duplicates_or_gaps_across_an_ingest_and_refuse_another_s
     let fresh = rt.block_on(q.search(&request)).unwrap();
     assert!(fresh.generation > first.generation);
     assert_eq!(fresh.total.unwrap(), unpaged.total.unwrap() + 3);
+    // The searches after the ingest found the directory stale and started the next one on a
+    // thread of their own; once it is there, a search reads it and answers the same.
+    let mut waited = 0;
+    while q
+        .search_directory()
+        .is_none_or(|(g, _, _)| g < fresh.generation)
+    {
+        assert!(
+            waited < 600,
+            "no directory of the new generation after 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    let (_, _, uses) = q.search_directory().unwrap();
+    let again = rt.block_on(q.search(&request)).unwrap();
+    assert_eq!(q.search_directory().unwrap().2, uses + 1);
+    let ranking = |e: &SearchEnvelope| -> Vec<(String, u64)> {
+        e.hits
+            .iter()
+            .map(|h| (h.session.session_id.clone(), h.matched.score.to_bits()))
+            .collect()
+    };
+    assert_eq!(ranking(&again), ranking(&fresh));
     // Another search's cursor is refused, as is a token quarry did not write.
     let cursor = first.next_cursor.clone().unwrap();
     for other in [
@@ -1036,6 +1075,23 @@ fn the_ranked_form_of_the_language_ranks_as_the_oracle_and_the_rest_stays_a_filt
     assert_eq!(err.code(), "lane_unavailable", "{err}");
 }
 
+/// A ranking's groups, everything compared: session, score, best block (message, position,
+/// row id) and matching blocks.
+fn groups(r: &[quarry::search::rank::Ranked]) -> Vec<(String, u64, String, i64, i64, u64)> {
+    r.iter()
+        .map(|e| {
+            (
+                e.best.session_id.clone(),
+                e.best.score.to_bits(),
+                e.best.message_id.clone(),
+                e.best.block_position,
+                e.best.rowid,
+                e.blocks,
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn a_ranking_split_across_connections_or_read_through_the_directory_equals_the_one_read_on_one() {
     use quarry::search::rank::{self, Lane, Narrowing, Universe};
@@ -1050,7 +1106,7 @@ fn a_ranking_split_across_connections_or_read_through_the_directory_equals_the_o
     let conn = open();
     let excluded = rank::system_messages(&conn).unwrap();
     let pin = rank::max_rowid(&conn).unwrap();
-    let directory = quarry::search::directory::Directory::build(&conn, &excluded).unwrap();
+    let directory = quarry::search::directory::Directory::build(&conn, &excluded, (0, 0)).unwrap();
     assert!(!directory.is_empty());
     let universe = Universe {
         sessions: None,
@@ -1083,18 +1139,7 @@ fn a_ranking_split_across_connections_or_read_through_the_directory_equals_the_o
         let one = ranked(Vec::new());
         let three = ranked(vec![open(), open()]);
         assert!(!one.is_empty(), "{text}");
-        let key = |r: &Vec<rank::Ranked>| -> Vec<(String, u64, String, u64)> {
-            r.iter()
-                .map(|e| {
-                    (
-                        e.best.session_id.clone(),
-                        e.best.score.to_bits(),
-                        e.best.message_id.clone(),
-                        e.blocks,
-                    )
-                })
-                .collect()
-        };
+        let key = |r: &Vec<rank::Ranked>| groups(r);
         assert_eq!(
             key(&three),
             key(&one),
@@ -1121,8 +1166,61 @@ fn a_ranking_split_across_connections_or_read_through_the_directory_equals_the_o
             "{text}: matching sessions"
         );
     }
-    // Readers never read it: their universe leaves rows out.
+    // A filter's sessions and system messages (here: every message of some sessions that
+    // match) narrow the same rows through both paths.
     let search = quarry::search::text::parse("test").unwrap();
+    let matching: Vec<String> = session_ids(
+        &conn,
+        "session_id IN (SELECT b.session_id FROM blocks_fts JOIN blocks b \
+         ON b.rowid = blocks_fts.rowid WHERE blocks_fts MATCH 'test')",
+    );
+    assert!(matching.len() >= 6, "{} sessions match", matching.len());
+    let candidates: std::collections::HashSet<String> =
+        matching.iter().step_by(2).cloned().collect();
+    let system: std::collections::HashSet<String> = conn
+        .prepare("SELECT message_id FROM messages WHERE session_id = ?1 OR session_id = ?2")
+        .unwrap()
+        .query_map([&matching[0], &matching[1]], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_ne!(system.len(), excluded.len());
+    let marked = quarry::search::directory::Directory::build(&conn, &system, (0, 0)).unwrap();
+    let (rows, tokens) = rank::table_totals(&conn, &search, pin).unwrap().unwrap();
+    let stats = quarry::search::bm25::Stats {
+        rows,
+        tokens,
+        holding: rank::holding(&conn, &search, &universe, pin).unwrap(),
+    };
+    for candidates in [None, Some(&candidates)] {
+        let narrowing = |directory| Narrowing {
+            lane: Lane::Dialogue,
+            candidates,
+            session: None,
+            excluded: &system,
+            pin,
+            directory,
+        };
+        let ranked = |directory| {
+            rank::rank(
+                &conn,
+                Vec::new(),
+                &search,
+                &universe,
+                &narrowing(directory),
+                &stats,
+                false,
+            )
+            .unwrap()
+        };
+        let joined = ranked(None);
+        assert!(!joined.is_empty());
+        assert!(joined.iter().all(|r| r.best.session_id != matching[0]));
+        assert_eq!(groups(&ranked(Some(&marked))), groups(&joined));
+        // A directory built with other system messages is not read: the join answers.
+        assert_eq!(groups(&ranked(Some(&directory))), groups(&joined));
+    }
+    // Readers never read it: their universe leaves rows out.
     let some: std::collections::HashSet<String> =
         session_ids(&conn, "1 = 1").into_iter().take(3).collect();
     let reader = Universe {

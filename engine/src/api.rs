@@ -124,10 +124,17 @@ impl Quarry {
     /// current generation, [`crate::search::directory`]) and lets later searches rebuild it
     /// when an ingest moves the generation on. It reads the archive once (a second or so per
     /// million blocks): call it on a thread of its own at start. A one-shot command does not:
-    /// searches are exact without it. Returns the blocks it holds.
-    pub fn prepare_search(&self) -> Result<usize, Error> {
+    /// searches are exact without it. Returns the blocks it holds (`None`: another call is
+    /// building it).
+    pub fn prepare_search(&self) -> Result<Option<usize>, Error> {
         crate::search::directory::prepare(&self.engine)
             .map_err(|e| Error::archive(self.archive(), e))
+    }
+
+    /// The row directory searches read now, if one was built: the generation it was read at,
+    /// the blocks it holds, and the searches answered through it so far.
+    pub fn search_directory(&self) -> Option<(i64, usize, u64)> {
+        crate::search::directory::status(&self.engine)
     }
 
     /// Counts facets (see [`crate::facets`]) in a session of the options' scope and caller.

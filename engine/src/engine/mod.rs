@@ -38,8 +38,8 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use self::count::{CountRows, QuarryQueryPlanner};
-pub(crate) use self::view::read_only;
 use self::view::{Catalog, Stamp, View, Watch};
+pub(crate) use self::view::{file_identity, read_only};
 use crate::answer::page::{At, PageCursor, Pager};
 use crate::answer::{Attached, LogicalPlans, QueryStream, ResultMeta, RowCounter, Source};
 use crate::audit::{AuditLog, Caller, Language, Outcome, Ticket};

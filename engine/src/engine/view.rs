@@ -81,7 +81,7 @@ impl Watch {
 }
 
 /// The device and inode of the file at `path`.
-fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+pub(crate) fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
     let metadata = std::fs::metadata(path)?;
     #[cfg(unix)]
     {

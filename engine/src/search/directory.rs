@@ -16,7 +16,9 @@
 //! lengths (docs/benchmarks.md, "Ranked search").
 
 use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
@@ -68,6 +70,11 @@ pub struct Entry {
 pub struct Directory {
     /// The generation it was read at.
     pub generation: i64,
+    /// The archive file it was read from (device and inode).
+    pub file: (u64, u64),
+    /// How many system messages it was built with (a ranking whose own set differs in size
+    /// does not read it).
+    pub system_messages: usize,
     rowids: Vec<i64>,
     entries: Vec<Entry>,
     sessions: Vec<String>,
@@ -93,9 +100,13 @@ impl From<rusqlite::types::FromSqlError> for Unsupported {
 }
 
 impl Directory {
-    /// Reads the directory of the generation `conn`'s read transaction sees; `excluded` are
-    /// the system messages of that generation.
-    pub fn build(conn: &Connection, excluded: &HashSet<String>) -> Result<Directory, Unsupported> {
+    /// Reads the directory of the generation `conn`'s read transaction sees, of archive file
+    /// `file`; `excluded` are the system messages of that generation.
+    pub fn build(
+        conn: &Connection,
+        excluded: &HashSet<String>,
+        file: (u64, u64),
+    ) -> Result<Directory, Unsupported> {
         let generation =
             quarry_archive::read_generation(conn).map_err(|e| Unsupported(e.to_string()))?;
         let mut sizes = conn.prepare("SELECT id, sz FROM blocks_fts_docsize ORDER BY id")?;
@@ -106,6 +117,8 @@ impl Directory {
         let mut blocks = blocks.query([])?;
         let mut directory = Directory {
             generation,
+            file,
+            system_messages: excluded.len(),
             rowids: Vec::new(),
             entries: Vec::new(),
             sessions: Vec::new(),
@@ -131,10 +144,7 @@ impl Directory {
             };
             let session_id = block.get_ref(1)?.as_str()?;
             let message_id = block.get_ref(2)?.as_str()?;
-            let message = message_id
-                .strip_prefix(session_id)
-                .and_then(|rest| rest.strip_prefix("/m"))
-                .and_then(|position| position.parse::<u32>().ok())
+            let message = message_position(session_id, message_id)
                 .ok_or_else(|| Unsupported(format!("message id `{message_id}`")))?;
             let session = match last {
                 Some(i) if directory.sessions[i as usize] == session_id => i,
@@ -208,6 +218,16 @@ impl Directory {
     }
 }
 
+/// The position of message `message_id` of session `session_id` when the id is the canonical
+/// `<session>/m<position>` (what a ranking rebuilds it from).
+fn message_position(session_id: &str, message_id: &str) -> Option<u32> {
+    let digits = message_id.strip_prefix(session_id)?.strip_prefix("/m")?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
 /// Finds entries by row id, fastest when asked in ascending order (a gallop from the last
 /// answer), correct in any order.
 pub struct Lookup<'a> {
@@ -247,6 +267,8 @@ impl<'a> Lookup<'a> {
 #[derive(Default)]
 struct Slot {
     state: Mutex<State>,
+    /// Searches answered through it.
+    uses: AtomicU64,
 }
 
 #[derive(Default)]
@@ -257,22 +279,29 @@ struct State {
     ready: Option<Arc<Directory>>,
     /// Whether a thread is building one.
     building: bool,
-    /// The last generation a build failed at (not tried again there), and why.
-    failed: Option<(i64, String)>,
+    /// The archive file and generation a build last failed at (not tried again there).
+    failed: Option<((u64, u64), i64)>,
 }
 
-/// The engine's directory of generation `now`, if it has one; when it has none for `now` and
-/// directories are enabled, a thread starts building one (the caller goes on without it).
+/// The engine's directory of generation `now` of the archive file there now, if it has one.
+/// When it has none, directories are enabled and the archive has moved past the one it has
+/// (a newer generation, or another file), a thread starts building one; the caller goes on
+/// without it.
 pub fn at(engine: &Engine, now: i64) -> Option<Arc<Directory>> {
+    let file = crate::engine::file_identity(engine.path()).ok()?;
     let slot = engine.memo().slot::<Slot>(SLOT);
     let mut state = slot.state.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(ready) = &state.ready
-        && ready.generation == now
+        && (ready.file, ready.generation) == (file, now)
     {
+        slot.uses.fetch_add(1, Ordering::Relaxed);
         return Some(ready.clone());
     }
-    let failed_here = state.failed.as_ref().is_some_and(|(g, _)| *g == now);
-    if state.enabled && !state.building && !failed_here {
+    let moved_on = state
+        .ready
+        .as_ref()
+        .is_none_or(|r| r.file != file || r.generation < now);
+    if state.enabled && !state.building && moved_on && state.failed != Some((file, now)) {
         state.building = true;
         let (slot, archive) = (slot.clone(), engine.path().to_path_buf());
         std::thread::spawn(move || finish(&slot, build(&archive)));
@@ -280,61 +309,93 @@ pub fn at(engine: &Engine, now: i64) -> Option<Arc<Directory>> {
     None
 }
 
+/// What an engine's directory is now: the generation it was read at, the blocks it holds, and
+/// the searches answered through it so far (`None` before one was built).
+pub fn status(engine: &Engine) -> Option<(i64, usize, u64)> {
+    let slot = engine.memo().slot::<Slot>(SLOT);
+    let state = slot.state.lock().unwrap_or_else(|p| p.into_inner());
+    let ready = state.ready.as_ref()?;
+    Some((
+        ready.generation,
+        ready.len(),
+        slot.uses.load(Ordering::Relaxed),
+    ))
+}
+
 /// Enables directories for `engine` (a long-lived server: `quarry serve`, `quarry mcp`) and
-/// builds the current generation's on this thread; the blocks it holds (0 when a build was
-/// under way already). A one-shot command never calls it: the join is cheaper than a
+/// builds the current generation's on this thread: the blocks it holds, or `None` when a
+/// build was under way already. A one-shot command never calls it: the join is cheaper than a
 /// directory it would use once.
-pub fn prepare(engine: &Engine) -> Result<usize, String> {
+pub fn prepare(engine: &Engine) -> Result<Option<usize>, String> {
     let slot = engine.memo().slot::<Slot>(SLOT);
     {
         let mut state = slot.state.lock().unwrap_or_else(|p| p.into_inner());
         state.enabled = true;
         if state.building {
-            return Ok(0);
+            return Ok(None);
         }
         state.building = true;
     }
     let built = build(engine.path());
     let answer = match &built {
-        Ok(directory) => Ok(directory.len()),
-        Err((_, e)) => Err(e.clone()),
+        Ok(directory) => Ok(Some(directory.len())),
+        Err(failure) => Err(failure.why.clone()),
     };
     finish(&slot, built);
     answer
 }
 
-/// Keeps a build's directory (or its failure) in the slot.
-fn finish(slot: &Slot, built: Result<Directory, (i64, String)>) {
+/// Why a build failed, and where.
+struct Failure {
+    /// The archive file and generation it was building (`None` when it never read them).
+    at: Option<((u64, u64), i64)>,
+    why: String,
+}
+
+/// Keeps a build's directory (the latest build wins: it read the archive last) or its failure
+/// in the slot.
+fn finish(slot: &Slot, built: Result<Directory, Failure>) {
     let mut state = slot.state.lock().unwrap_or_else(|p| p.into_inner());
     state.building = false;
     match built {
-        Ok(directory) => {
-            if state
-                .ready
-                .as_ref()
-                .is_none_or(|r| r.generation <= directory.generation)
-            {
-                state.ready = Some(Arc::new(directory));
-            }
-        }
-        Err(failed) => state.failed = Some(failed),
+        Ok(directory) => state.ready = Some(Arc::new(directory)),
+        Err(failure) => state.failed = failure.at,
     }
 }
 
-/// Builds the directory of the archive's current generation in one read transaction.
-fn build(archive: &Path) -> Result<Directory, (i64, String)> {
-    let failed = |generation: i64, e: String| (generation, e);
-    let conn = crate::engine::read_only(archive).map_err(|e| failed(-1, e.to_string()))?;
+/// Builds the directory of the archive's current generation in one read transaction; a panic
+/// while reading is a failure like any other (the slot is never left building).
+fn build(archive: &Path) -> Result<Directory, Failure> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| read(archive))).unwrap_or_else(|_| {
+        Err(Failure {
+            at: None,
+            why: "the directory's build panicked".into(),
+        })
+    })
+}
+
+fn read(archive: &Path) -> Result<Directory, Failure> {
+    let failed = |at, why: String| Failure { at, why };
+    let file = crate::engine::file_identity(archive).map_err(|e| failed(None, e.to_string()))?;
+    let conn = crate::engine::read_only(archive).map_err(|e| failed(None, e.to_string()))?;
     conn.execute_batch("BEGIN")
-        .map_err(|e| failed(-1, e.to_string()))?;
+        .map_err(|e| failed(None, e.to_string()))?;
     let generation =
-        quarry_archive::read_generation(&conn).map_err(|e| failed(-1, e.to_string()))?;
-    let excluded =
-        super::rank::system_messages(&conn).map_err(|e| failed(generation, e.to_string()))?;
+        quarry_archive::read_generation(&conn).map_err(|e| failed(None, e.to_string()))?;
+    let at = Some((file, generation));
+    let excluded = super::rank::system_messages(&conn).map_err(|e| failed(at, e.to_string()))?;
     let directory =
-        Directory::build(&conn, &excluded).map_err(|Unsupported(e)| failed(generation, e));
+        Directory::build(&conn, &excluded, file).map_err(|Unsupported(e)| failed(at, e));
     let _ = conn.execute_batch("COMMIT");
-    directory
+    // A file replaced while it was read: what was read may be either; the next search builds
+    // again.
+    match crate::engine::file_identity(archive) {
+        Ok(now) if now == file => directory,
+        _ => Err(failed(
+            None,
+            "the archive file was replaced while it was read".into(),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -346,6 +407,8 @@ mod tests {
     fn directory(rowids: &[i64]) -> Directory {
         Directory {
             generation: 1,
+            file: (0, 0),
+            system_messages: 0,
             rowids: rowids.to_vec(),
             entries: rowids
                 .iter()
@@ -385,5 +448,14 @@ mod tests {
             );
         }
         assert!(directory(&[]).lookup().find(1).is_none());
+    }
+
+    #[test]
+    fn only_a_canonical_message_id_gives_a_position() {
+        assert_eq!(message_position("s", "s/m0"), Some(0));
+        assert_eq!(message_position("s", "s/m42"), Some(42));
+        for other in ["s/m", "s/m+5", "s/m05", "s/m-1", "t/m1", "s/x1", "s/m1 "] {
+            assert_eq!(message_position("s", other), None, "{other}");
+        }
     }
 }

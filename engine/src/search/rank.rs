@@ -322,7 +322,7 @@ pub fn sessions(
             directory,
             search,
             narrowing,
-            (false, (1, narrowing.pin)),
+            (false, (i64::MIN, narrowing.pin)),
             |_, entry| {
                 found[entry.session as usize] = true;
                 Ok(())
@@ -423,9 +423,13 @@ fn indexed<'a>(
     within: bool,
 ) -> Option<&'a Directory> {
     let everything = universe.sessions.is_none() && universe.hidden.is_none() && !universe.guard;
-    narrowing
-        .directory
-        .filter(|_| everything && !within && narrowing.session.is_none())
+    // Its system flags stand for `narrowing.excluded` (both read at one generation).
+    narrowing.directory.filter(|d| {
+        everything
+            && !within
+            && narrowing.session.is_none()
+            && d.system_messages == narrowing.excluded.len()
+    })
 }
 
 /// [`rank_range`] through the row directory: the index alone is scanned, each row looked up
