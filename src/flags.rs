@@ -227,6 +227,9 @@ pub enum Command {
     /// Facets: how the sessions a search or a filter finds spread over origin, tag, model,
     /// machine, day, repo and tool, beside the counts over every session of the scope.
     Facets(FacetsArgs),
+    /// Read what a ref names: a window of a session's source records around one (--around
+    /// SEQ), or its lineage (--lineage: parents, subagents, continuations).
+    Read(ReadArgs),
     /// Serve the HTTP API: both languages over the archive, each bearer token under its scope,
     /// every query audited; stops on SIGINT/SIGTERM after running queries finish.
     Serve(ServeArgs),
@@ -381,6 +384,39 @@ pub struct FacetsArgs {
     /// Leave out the idf of each value.
     #[arg(long)]
     pub no_idf: bool,
+}
+
+/// `quarry read`'s arguments.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("view").required(true).args(["around", "lineage"])))]
+pub struct ReadArgs {
+    /// What to read: `session:ID`, or a session's id, native id or a unique prefix of one.
+    #[arg(value_name = "REF")]
+    pub reference: String,
+    /// The seq of the source record to read, with its neighbours.
+    #[arg(long, value_name = "SEQ", allow_negative_numbers = true)]
+    pub around: Option<i64>,
+    /// Records before it (0 to 200).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 5,
+        allow_negative_numbers = true,
+        requires = "around"
+    )]
+    pub before: i64,
+    /// Records after it (0 to 200).
+    #[arg(
+        long,
+        value_name = "M",
+        default_value_t = 5,
+        allow_negative_numbers = true,
+        requires = "around"
+    )]
+    pub after: i64,
+    /// The session's lineage instead: its parents outward and its descendants.
+    #[arg(long, conflicts_with = "around")]
+    pub lineage: bool,
 }
 
 /// `quarry explain`'s arguments.

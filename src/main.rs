@@ -14,6 +14,7 @@ mod ingest;
 mod numbers;
 mod prices;
 mod query;
+mod read;
 mod report;
 mod search;
 mod serve;
@@ -177,6 +178,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         Command::Sql { sql } => query::run_query(&sql.join(" "), &cli, quarry::Language::Sql, None),
         Command::Search(args) => search::run_search(&cli, args),
         Command::Facets(args) => search::run_facets(&cli, args),
+        Command::Read(args) => read::run_read(&cli, args),
         Command::Audit => audit::run_audit(&cli),
         Command::Serve(args) => serve::run_serve(&cli, args),
         Command::Mcp(args) => serve::run_mcp(&cli, args),

@@ -57,7 +57,7 @@ pub fn run_facets(cli: &Cli, args: FacetsArgs) -> Result<(), Failure> {
 }
 
 /// The answer as JSON (`encode`), or as `text` draws it.
-fn print(
+pub(crate) fn print(
     json: bool,
     encode: impl FnOnce() -> serde_json::Result<String>,
     text: impl FnOnce() -> String,

@@ -17,6 +17,7 @@ mod ingest_corpus;
 mod oracle;
 mod pages;
 mod plans;
+mod read;
 mod scale;
 mod search;
 mod server;

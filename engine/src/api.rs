@@ -137,6 +137,21 @@ impl Quarry {
         crate::search::directory::status(&self.engine)
     }
 
+    /// A window of a session's source records around one (see [`crate::read`]) in a session
+    /// of the options' scope and caller.
+    pub async fn read_window(
+        &self,
+        request: &crate::read::WindowRequest,
+    ) -> Result<crate::read::EventWindow, Error> {
+        crate::read::window(&self.default_session().await?, request).await
+    }
+
+    /// The lineage of the session `reference` names (see [`crate::read`]) in a session of the
+    /// options' scope and caller.
+    pub async fn lineage(&self, reference: &str) -> Result<crate::read::LineageTrace, Error> {
+        crate::read::lineage(&self.default_session().await?, reference).await
+    }
+
     /// Counts facets (see [`crate::facets`]) in a session of the options' scope and caller.
     pub async fn facets(
         &self,

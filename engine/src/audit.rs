@@ -118,6 +118,8 @@ pub enum Language {
     Search,
     /// Facet counts (`quarry facets`, `/api/facets`, MCP `facets`).
     Facets,
+    /// A read of what a ref names (`quarry read`).
+    Read,
 }
 
 impl Language {
@@ -128,6 +130,7 @@ impl Language {
             Language::Export => "export",
             Language::Search => "search",
             Language::Facets => "facets",
+            Language::Read => "read",
         }
     }
 }

@@ -159,6 +159,20 @@ pub enum Error {
     /// What the request names does not exist (a table, an endpoint, a session).
     #[error("{0}")]
     NotFound(String),
+    /// A read names no session the caller's scope sees (absent and out of scope alike).
+    #[error("no session `{0}` in this scope")]
+    SessionNotFound(String),
+    /// A read names a seq its session does not have.
+    #[error("session `{session}` has no event at seq {seq}")]
+    EventNotFound {
+        /// The session.
+        session: String,
+        /// The seq asked for.
+        seq: i64,
+    },
+    /// A window's bounds are out of range.
+    #[error("invalid window: {0}")]
+    InvalidWindow(String),
     /// A request body larger than the server takes.
     #[error("the request body is larger than the server's --max-body ({limit} bytes)")]
     BodyTooLarge {
@@ -353,6 +367,9 @@ impl Error {
             Error::Setting(_) => "invalid_setting",
             Error::BadRequest(_) => "bad_request",
             Error::NotFound(_) => "not_found",
+            Error::SessionNotFound(_) => "session_not_found",
+            Error::EventNotFound { .. } => "event_not_found",
+            Error::InvalidWindow(_) => "invalid_window",
             Error::BodyTooLarge { .. } => "body_too_large",
             Error::MissingArchive(_) => "missing_archive",
             Error::Archive { .. } => "archive_unreadable",
@@ -384,6 +401,7 @@ impl Error {
             | Error::Unplannable(_)
             | Error::Setting(_)
             | Error::BadRequest(_)
+            | Error::InvalidWindow(_)
             | Error::NotStreamable(_) => ErrorClass::Usage,
             Error::SqlRefused {
                 refusal: Refusal::ExplainAdminOnly,
@@ -393,7 +411,9 @@ impl Error {
             Error::Scope(_) | Error::AdminOnly(_) => ErrorClass::Forbidden,
             Error::Unauthorized(_) => ErrorClass::Unauthorized,
             Error::InvalidCursor(_) | Error::StaleCursor(_) => ErrorClass::Conflict,
-            Error::NotFound(_) => ErrorClass::NotFound,
+            Error::NotFound(_) | Error::SessionNotFound(_) | Error::EventNotFound { .. } => {
+                ErrorClass::NotFound
+            }
             Error::BodyTooLarge { .. } => ErrorClass::TooLarge,
             Error::Timeout(_) => ErrorClass::Timeout,
             Error::MissingArchive(_)

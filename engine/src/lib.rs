@@ -28,6 +28,7 @@ pub mod format;
 mod lower;
 pub mod output;
 pub mod prices;
+pub mod read;
 pub mod report;
 pub mod request;
 pub mod scope;

@@ -1,0 +1,547 @@
+//! Reading what a search or a query found: refs ([`refs`]), bounded event windows and lineage
+//! traces (`../shared/spec/session-query.md` § Bounded event reads, § Session lineage).
+//!
+//! Every read decides first which sessions the caller's scope sees, then resolves the ref
+//! among those only: a session that does not exist and one the scope does not see give the same
+//! `session_not_found`, by the same code path (no prefix match, count or id of an unseen session
+//! is ever used). Each answer is one observation: everything it holds is read in one SQLite
+//! read transaction, at one archive generation, which it reports. A reader scope gets no raw
+//! record payloads and its titles are masked; every read is audited.
+
+pub mod refs;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use crate::audit::{Language, Outcome};
+use crate::engine::{Session, blocking};
+use crate::error::Error;
+use crate::scope::Scope;
+pub use refs::{Ref, RefKind};
+
+/// The most neighbouring events a window takes on either side.
+pub const MAX_NEIGHBOURS: i64 = 200;
+
+/// A session as a read shows it (the spec's `SessionHeader`, in quarry's fields).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionHeader {
+    /// The session's id.
+    pub session_id: String,
+    /// Where it came from (`claude-code-session`, `codex-session`, ...).
+    pub origin: String,
+    /// Its title (masked for a reader).
+    pub title: Option<String>,
+    /// Its repository.
+    pub repo: Option<String>,
+    /// Its model.
+    pub model: Option<String>,
+    /// When it started (epoch milliseconds).
+    pub created_at: Option<i64>,
+    /// When it last changed (epoch milliseconds).
+    pub updated_at: Option<i64>,
+    /// Its messages.
+    pub message_count: i64,
+    /// The session that started it (a subagent's parent, a resumed or forked session's
+    /// origin), as the source records it, whether or not the archive holds that session.
+    pub parent_session_id: Option<String>,
+}
+
+/// A session in a lineage trace (the spec's `SessionRecord`): its header, and where it is
+/// available. quarry reads an archive, not a live process: `live` is always false and
+/// `persisted` true.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRecord {
+    /// The header.
+    pub header: SessionHeader,
+    /// Whether a live process holds it (never, for an archive).
+    pub live: bool,
+    /// Whether the archive holds it.
+    pub persisted: bool,
+}
+
+/// One source record of a session (the spec's `SessionEvent`, in quarry's fields).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEvent {
+    /// Its 0-based order among the session's records.
+    pub seq: i64,
+    /// The record type (`user`, `assistant`, `system/compact_boundary`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Its time (epoch milliseconds).
+    pub time: Option<i64>,
+    /// `current`, `shadowed` or `log-only`.
+    pub surface: String,
+    /// The turn it falls in.
+    pub turn_id: Option<String>,
+    /// The raw record (`None` for a reader scope, which never sees raw payloads).
+    pub payload: Option<serde_json::Value>,
+}
+
+/// A bounded read around one event (the spec's `SessionEventWindow`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventWindow {
+    /// The session's header, from the same observation.
+    pub session: SessionHeader,
+    /// The target event, whole.
+    pub target: SessionEvent,
+    /// The events from `start_seq` through `end_seq`, the target among them.
+    pub events: Vec<SessionEvent>,
+    /// The first seq in `events`.
+    pub start_seq: i64,
+    /// The last seq in `events`.
+    pub end_seq: i64,
+    /// The archive generation the observation is of.
+    pub generation: i64,
+}
+
+/// A window request: one event of a session and how many neighbours on each side.
+#[derive(Debug, Clone)]
+pub struct WindowRequest {
+    /// The session (a ref or an id, a native id or a unique prefix of one).
+    pub session: String,
+    /// The target event's seq.
+    pub seq: i64,
+    /// Preceding events (0 to [`MAX_NEIGHBOURS`]).
+    pub before: i64,
+    /// Following events (0 to [`MAX_NEIGHBOURS`]).
+    pub after: i64,
+}
+
+/// A descendant in a lineage trace (the spec's `SessionLineageNode`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LineageNode {
+    /// The descendant.
+    pub session: SessionRecord,
+    /// Its own direct children, each with theirs.
+    pub descendants: Vec<LineageNode>,
+}
+
+/// Known ancestry and descendants of one session (the spec's `SessionLineageTrace`): either
+/// `complete` with the `root`, or not, with the first parent the caller's corpus does not hold.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LineageTrace {
+    /// The traced session.
+    pub target: SessionRecord,
+    /// Its known parents, from the immediate one outward.
+    pub ancestors: Vec<SessionRecord>,
+    /// Its direct children, each with its descendants.
+    pub descendants: Vec<LineageNode>,
+    /// Whether the whole parent chain is in the caller's corpus.
+    pub complete: bool,
+    /// The top of the chain, when it is complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<SessionRecord>,
+    /// The first parent id the caller's corpus does not hold, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unresolved_parent_id: Option<String>,
+    /// The archive generation the observation is of.
+    pub generation: i64,
+}
+
+/// The window `request` asks for, in `session`'s scope, audited.
+pub async fn window(session: &Session, request: &WindowRequest) -> Result<EventWindow, Error> {
+    let text = format!(
+        "read {} --around {} --before {} --after {}",
+        request.session, request.seq, request.before, request.after
+    );
+    audited(session, &text, |w: &EventWindow| w.events.len(), async {
+        for (name, n) in [("before", request.before), ("after", request.after)] {
+            if !(0..=MAX_NEIGHBOURS).contains(&n) {
+                return Err(Error::InvalidWindow(format!(
+                    "--{name} {n} is out of range: a window takes 0 to {MAX_NEIGHBOURS} events on each side"
+                )));
+            }
+        }
+        let reader = Reader::new(session).await?;
+        let request = request.clone();
+        blocking(move || reader.read(|conn, reader| reader.window(conn, &request))).await
+    })
+    .await
+}
+
+/// The lineage of the session `reference` names, in `session`'s scope, audited.
+pub async fn lineage(session: &Session, reference: &str) -> Result<LineageTrace, Error> {
+    let text = format!("read {reference} --lineage");
+    audited(
+        session,
+        &text,
+        |t: &LineageTrace| t.ancestors.len() + 1,
+        async {
+            let reader = Reader::new(session).await?;
+            let reference = reference.to_string();
+            blocking(move || reader.read(|conn, reader| reader.lineage(conn, &reference))).await
+        },
+    )
+    .await
+}
+
+/// Runs `read` with its audit record (`rows` counts what an answer holds).
+async fn audited<T>(
+    session: &Session,
+    text: &str,
+    rows: impl Fn(&T) -> usize,
+    read: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let mut ticket = session.intend(Language::Read, text)?;
+    let result = read.await;
+    let message = result.as_ref().err().map(ToString::to_string);
+    let outcome = match (&result, &message) {
+        (Ok(answer), _) => Outcome::Ok {
+            rows: rows(answer),
+            truncated: false,
+        },
+        (Err(_), message) => Outcome::Error(message.as_deref().unwrap_or_default()),
+    };
+    ticket.finish(outcome).map_err(Error::Audit)?;
+    result
+}
+
+/// What one read needs of its session: the archive and which sessions the scope sees.
+struct Reader {
+    archive: PathBuf,
+    /// The scope's sessions (`None`: every one, the admin scope).
+    visible: Option<HashSet<String>>,
+}
+
+impl Reader {
+    async fn new(session: &Session) -> Result<Reader, Error> {
+        let visible = match session.scope() {
+            Scope::Admin => None,
+            Scope::Reader(_) => Some(session.session_ids(None).await?),
+        };
+        Ok(Reader {
+            archive: session.engine().path().to_path_buf(),
+            visible,
+        })
+    }
+
+    fn sees(&self, id: &str) -> bool {
+        self.visible.as_ref().is_none_or(|v| v.contains(id))
+    }
+
+    /// `work` in one read transaction of the archive, with its generation.
+    fn read<T>(
+        &self,
+        work: impl FnOnce(&Connection, &Self) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let conn = crate::engine::read_only(&self.archive).map_err(|e| self.failed(e))?;
+        conn.execute_batch("BEGIN").map_err(|e| self.failed(e))?;
+        let answer = work(&conn, self);
+        let _ = conn.execute_batch("COMMIT");
+        answer
+    }
+
+    fn failed(&self, e: rusqlite::Error) -> Error {
+        Error::archive(&self.archive, e)
+    }
+
+    fn generation(&self, conn: &Connection) -> Result<i64, Error> {
+        quarry_archive::read_generation(conn).map_err(|e| Error::archive(&self.archive, e))
+    }
+
+    /// The session `reference` names among those the scope sees: a `session:` ref, an id, a
+    /// native id, or a unique prefix of either. Absent and unseen are the same answer.
+    fn session_id(&self, conn: &Connection, reference: &str) -> Result<String, Error> {
+        let text = match Ref::parse(reference) {
+            Some(Ref {
+                kind: RefKind::Session,
+                id,
+            }) => id,
+            Some(other) => {
+                return Err(Error::BadRequest(format!(
+                    "`{reference}` is a {} ref: a session read takes a session (`session:ID`, an id, a native id or a unique prefix)",
+                    other.kind.name()
+                )));
+            }
+            None => reference.to_string(),
+        };
+        let not_found = || Error::SessionNotFound(text.clone());
+        if text.is_empty() {
+            return Err(not_found());
+        }
+        let exact: Vec<String> = strings(
+            conn,
+            "SELECT session_id FROM sessions WHERE session_id = ?1 OR native_id = ?1",
+            &text,
+        )
+        .map_err(|e| self.failed(e))?;
+        if let Some(id) = exact.into_iter().find(|id| self.sees(id)) {
+            return Ok(id);
+        }
+        let like: Vec<String> = strings(
+            conn,
+            "SELECT session_id FROM sessions WHERE session_id LIKE ?1 ESCAPE '\\' OR native_id LIKE ?1 ESCAPE '\\'",
+            &escape_like(&text),
+        )
+        .map_err(|e| self.failed(e))?;
+        let seen: Vec<String> = like.into_iter().filter(|id| self.sees(id)).collect();
+        match seen.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(not_found()),
+            more => Err(Error::BadRequest(format!(
+                "`{text}` is the start of {} sessions: give more of the id",
+                more.len()
+            ))),
+        }
+    }
+
+    fn header(&self, conn: &Connection, id: &str) -> Result<Option<SessionHeader>, Error> {
+        let header = conn
+            .prepare_cached(
+                "SELECT session_id, origin, title, repo, model, created_at, updated_at, \
+                 message_count, parent_session_id FROM sessions WHERE session_id = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_row([id], |r| {
+                    Ok(SessionHeader {
+                        session_id: r.get(0)?,
+                        origin: r.get(1)?,
+                        title: r.get(2)?,
+                        repo: r.get(3)?,
+                        model: r.get(4)?,
+                        created_at: r.get(5)?,
+                        updated_at: r.get(6)?,
+                        message_count: r.get(7)?,
+                        parent_session_id: r.get(8)?,
+                    })
+                })
+                .optional()
+            })
+            .map_err(|e| self.failed(e))?;
+        Ok(header.map(|mut h| {
+            if self.visible.is_some() {
+                h.title = h
+                    .title
+                    .map(|t| quarry_udf::mask_credentials(&t).into_owned());
+            }
+            h
+        }))
+    }
+
+    /// The record of session `id` when the scope sees it and the archive holds it.
+    fn record(&self, conn: &Connection, id: &str) -> Result<Option<SessionRecord>, Error> {
+        if !self.sees(id) {
+            return Ok(None);
+        }
+        Ok(self.header(conn, id)?.map(|header| SessionRecord {
+            header,
+            live: false,
+            persisted: true,
+        }))
+    }
+
+    fn window(&self, conn: &Connection, request: &WindowRequest) -> Result<EventWindow, Error> {
+        let id = self.session_id(conn, &request.session)?;
+        let session = self
+            .header(conn, &id)?
+            .ok_or_else(|| Error::SessionNotFound(request.session.clone()))?;
+        let (start, end) = (
+            request.seq.saturating_sub(request.before),
+            request.seq.saturating_add(request.after),
+        );
+        let payload = if self.visible.is_none() {
+            "payload"
+        } else {
+            "NULL"
+        };
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT seq, type, time, surface, turn_id, {payload} FROM events_raw \
+                 WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq"
+            ))
+            .map_err(|e| self.failed(e))?;
+        let events: Vec<SessionEvent> = stmt
+            .query_map(params![id, start, end], |r| {
+                let payload: Option<String> = r.get(5)?;
+                Ok(SessionEvent {
+                    seq: r.get(0)?,
+                    kind: r.get(1)?,
+                    time: r.get(2)?,
+                    surface: r.get(3)?,
+                    turn_id: r.get(4)?,
+                    payload: payload.and_then(|p| serde_json::from_str(&p).ok()),
+                })
+            })
+            .and_then(Iterator::collect)
+            .map_err(|e| self.failed(e))?;
+        let target = events
+            .iter()
+            .find(|e| e.seq == request.seq)
+            .cloned()
+            .ok_or_else(|| Error::EventNotFound {
+                session: id.clone(),
+                seq: request.seq,
+            })?;
+        Ok(EventWindow {
+            session,
+            target,
+            start_seq: events.first().map_or(request.seq, |e| e.seq),
+            end_seq: events.last().map_or(request.seq, |e| e.seq),
+            events,
+            generation: self.generation(conn)?,
+        })
+    }
+
+    fn lineage(&self, conn: &Connection, reference: &str) -> Result<LineageTrace, Error> {
+        let id = self.session_id(conn, reference)?;
+        let target = self
+            .record(conn, &id)?
+            .ok_or_else(|| Error::SessionNotFound(reference.to_string()))?;
+        // Parents outward, until one is missing (or unseen) or there is none; a cycle in the
+        // source's links ends the walk where it would repeat.
+        let mut ancestors: Vec<SessionRecord> = Vec::new();
+        let mut walked = HashSet::from([id.clone()]);
+        let mut unresolved = None;
+        let mut parent = target.header.parent_session_id.clone();
+        while let Some(p) = parent.take() {
+            if !walked.insert(p.clone()) {
+                break;
+            }
+            match self.record(conn, &p)? {
+                Some(record) => {
+                    parent = record.header.parent_session_id.clone();
+                    ancestors.push(record);
+                }
+                None => unresolved = Some(p),
+            }
+        }
+        let descendants = self.descendants(conn, &id, &mut walked)?;
+        let root = match &unresolved {
+            Some(_) => None,
+            None => Some(ancestors.last().cloned().unwrap_or_else(|| target.clone())),
+        };
+        Ok(LineageTrace {
+            target,
+            ancestors,
+            descendants,
+            complete: unresolved.is_none(),
+            root,
+            unresolved_parent_id: unresolved,
+            generation: self.generation(conn)?,
+        })
+    }
+
+    /// The seen children of `id` (by start, then id), each with its descendants.
+    fn descendants(
+        &self,
+        conn: &Connection,
+        id: &str,
+        walked: &mut HashSet<String>,
+    ) -> Result<Vec<LineageNode>, Error> {
+        let children = strings(
+            conn,
+            "SELECT session_id FROM sessions WHERE parent_session_id = ?1 \
+             ORDER BY created_at, session_id",
+            id,
+        )
+        .map_err(|e| self.failed(e))?;
+        let mut nodes = Vec::new();
+        for child in children {
+            if !walked.insert(child.clone()) {
+                continue;
+            }
+            if let Some(session) = self.record(conn, &child)? {
+                let descendants = self.descendants(conn, &child, walked)?;
+                nodes.push(LineageNode {
+                    session,
+                    descendants,
+                });
+            }
+        }
+        Ok(nodes)
+    }
+}
+
+/// The first column of `sql`'s rows with `?1` = `value`.
+fn strings(conn: &Connection, sql: &str, value: &str) -> rusqlite::Result<Vec<String>> {
+    conn.prepare_cached(sql)?
+        .query_map([value], |r| r.get(0))?
+        .collect()
+}
+
+/// `text%` as a LIKE pattern matching `text` literally at the start (`\` escapes).
+fn escape_like(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 1);
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+/// A window as lines: the session, then one line per record (the target marked `>`).
+pub fn render_window(window: &EventWindow) -> String {
+    let mut out = format!(
+        "{} — {} (records {}–{}, generation {})\n",
+        window.session.session_id,
+        window.session.title.as_deref().unwrap_or("untitled"),
+        window.start_seq,
+        window.end_seq,
+        window.generation
+    );
+    for event in &window.events {
+        let mark = if event.seq == window.target.seq {
+            ">"
+        } else {
+            " "
+        };
+        out.push_str(&format!(
+            "{mark} {:>6}  {:<9} {}  {}\n",
+            event.seq,
+            event.surface,
+            event.time.map_or("-".to_string(), |t| t.to_string()),
+            event.kind
+        ));
+    }
+    out
+}
+
+/// A lineage as an indented tree: the ancestors outward above the target, its descendants
+/// below, and whether the chain is complete.
+pub fn render_lineage(trace: &LineageTrace) -> String {
+    let line = |r: &SessionRecord| {
+        format!(
+            "{}  {}",
+            r.header.session_id,
+            r.header.title.as_deref().unwrap_or("untitled")
+        )
+    };
+    let mut out = String::new();
+    match (&trace.root, &trace.unresolved_parent_id) {
+        (Some(root), _) => out.push_str(&format!("complete: root {}\n", root.header.session_id)),
+        (None, Some(parent)) => out.push_str(&format!(
+            "incomplete: parent {parent} is not in this archive (or scope)\n"
+        )),
+        (None, None) => {}
+    }
+    for (depth, ancestor) in trace.ancestors.iter().rev().enumerate() {
+        out.push_str(&format!("{}{}\n", "  ".repeat(depth), line(ancestor)));
+    }
+    let depth = trace.ancestors.len();
+    out.push_str(&format!(
+        "{}* {}\n",
+        "  ".repeat(depth),
+        line(&trace.target)
+    ));
+    fn tree(
+        nodes: &[LineageNode],
+        depth: usize,
+        out: &mut String,
+        line: &dyn Fn(&SessionRecord) -> String,
+    ) {
+        for node in nodes {
+            out.push_str(&format!("{}{}\n", "  ".repeat(depth), line(&node.session)));
+            tree(&node.descendants, depth + 1, out, line);
+        }
+    }
+    tree(&trace.descendants, depth + 1, &mut out, &line);
+    out
+}

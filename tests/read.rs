@@ -1,0 +1,295 @@
+//! Reading what was found: event windows and lineage traces on the real corpus, checked
+//! against the source files themselves (each non-empty line of a Claude Code transcript is one
+//! record, seq = its order; the record's type is its `type`, with `/subtype` for a system
+//! record), and the errors of a read through the library and the CLI.
+
+use std::path::{Path, PathBuf};
+
+use quarry::read::WindowRequest;
+use quarry::{Error, Quarry};
+
+use crate::sql_scope::{open_as, two_owner_archive};
+use crate::support::{corpus, ingest_with, quarry as run, runtime};
+
+/// The orphan subagent: its parent's transcript is not in the corpus.
+const ORPHAN: &str =
+    "claude-code/marot-spotter/6c2214d7-b87e-4432-8e41-22ba294ea584/subagents/agent-afc096d.jsonl";
+const ORPHAN_ID: &str = "claude-code-session:6c2214d7-b87e-4432-8e41-22ba294ea584/agent-afc096d";
+const ORPHAN_PARENT: &str = "claude-code-session:6c2214d7-b87e-4432-8e41-22ba294ea584";
+/// A parent whose subagents' transcripts sit in its folder.
+const PARENT: &str = "claude-code/marot-spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46";
+const PARENT_ID: &str = "claude-code-session:fa812bfe-b295-4cca-9c2f-fdf01028cb46";
+
+/// The corpus archive, admin engine.
+fn corpus_archive(dir: &Path) -> Option<(PathBuf, PathBuf, Quarry)> {
+    let corpus = corpus()?;
+    let archive = dir.join("archive.db");
+    ingest_with(&archive, &["--owner", "test"], &[&corpus]);
+    let q = open_as(&archive, "admin");
+    Some((corpus, archive, q))
+}
+
+/// The records of a Claude Code transcript as the file holds them: (type, raw record).
+fn records(file: &Path) -> Vec<(String, serde_json::Value)> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let kind = v["type"].as_str().unwrap().to_string();
+            let kind = match (kind.as_str(), v["subtype"].as_str()) {
+                ("system", Some(sub)) => format!("system/{sub}"),
+                _ => kind,
+            };
+            (kind, v)
+        })
+        .collect()
+}
+
+fn window(
+    q: &Quarry,
+    session: &str,
+    seq: i64,
+    before: i64,
+    after: i64,
+) -> Result<quarry::read::EventWindow, Error> {
+    runtime().block_on(q.read_window(&WindowRequest {
+        session: session.into(),
+        seq,
+        before,
+        after,
+    }))
+}
+
+#[test]
+fn windows_at_the_start_middle_and_end_hold_the_files_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((corpus, _, q)) = corpus_archive(dir.path()) else {
+        return;
+    };
+    let want = records(&corpus.join(ORPHAN));
+    assert_eq!(want.len(), 199);
+    // (seq, before, after) → the expected first and last seq, worked out from 199 records.
+    for (seq, before, after, start, end) in [
+        (0, 5, 5, 0, 5),
+        (100, 3, 4, 97, 104),
+        (198, 10, 10, 188, 198),
+        (7, 0, 0, 7, 7),
+        (3, 200, 200, 0, 198),
+    ] {
+        let w = window(&q, &format!("session:{ORPHAN_ID}"), seq, before, after).unwrap();
+        assert_eq!((w.start_seq, w.end_seq), (start, end), "around {seq}");
+        assert_eq!(w.target.seq, seq);
+        assert_eq!(w.session.session_id, ORPHAN_ID);
+        let seqs: Vec<i64> = w.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (start..=end).collect::<Vec<_>>());
+        for e in &w.events {
+            let (kind, raw) = &want[e.seq as usize];
+            assert_eq!(&e.kind, kind, "seq {}", e.seq);
+            // The admin scope gets the record as the file holds it.
+            assert_eq!(e.payload.as_ref(), Some(raw), "seq {}", e.seq);
+        }
+    }
+    // A native id and a unique prefix name the same session.
+    let by_prefix = window(
+        &q,
+        "6c2214d7-b87e-4432-8e41-22ba294ea584/agent-afc",
+        1,
+        0,
+        0,
+    )
+    .unwrap();
+    assert_eq!(by_prefix.session.session_id, ORPHAN_ID);
+    // The errors, typed.
+    let err = window(&q, ORPHAN_ID, 199, 1, 1).unwrap_err();
+    assert_eq!(
+        (err.code(), err.class()),
+        ("event_not_found", quarry::ErrorClass::NotFound)
+    );
+    for (before, after) in [(201, 0), (0, 201), (-1, 0)] {
+        let err = window(&q, ORPHAN_ID, 5, before, after).unwrap_err();
+        assert_eq!(err.code(), "invalid_window", "{before} {after}: {err}");
+        assert_eq!(err.class(), quarry::ErrorClass::Usage);
+    }
+    let err = window(&q, "session:no-such-session", 0, 0, 0).unwrap_err();
+    assert_eq!(err.code(), "session_not_found");
+    let err = window(&q, &format!("message:{ORPHAN_ID}/m0"), 0, 0, 0).unwrap_err();
+    assert_eq!(err.code(), "bad_request", "{err}");
+    // A prefix of several sessions says so.
+    let err = window(&q, "claude-code-session:fa812bfe", 0, 0, 0).unwrap_err();
+    assert_eq!(err.code(), "bad_request", "{err}");
+}
+
+#[test]
+fn lineage_follows_parents_and_subagents_and_says_where_the_chain_leaves_the_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((corpus, _, q)) = corpus_archive(dir.path()) else {
+        return;
+    };
+    let rt = runtime();
+    // The orphan: its parent is not in the archive.
+    let trace = rt.block_on(q.lineage(ORPHAN_ID)).unwrap();
+    assert!(!trace.complete);
+    assert_eq!(trace.unresolved_parent_id.as_deref(), Some(ORPHAN_PARENT));
+    assert!(trace.root.is_none() && trace.ancestors.is_empty());
+    let json = serde_json::to_value(&trace).unwrap();
+    assert_eq!(json["unresolvedParentId"], ORPHAN_PARENT);
+    assert!(json.get("root").is_none());
+    // The parent: its descendants are the transcripts in its subagents folder.
+    let mut subagents: Vec<String> = std::fs::read_dir(corpus.join(PARENT).join("subagents"))
+        .unwrap()
+        .map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            format!("{PARENT_ID}/{}", name.trim_end_matches(".jsonl"))
+        })
+        .collect();
+    subagents.sort();
+    assert_eq!(subagents.len(), 3);
+    let trace = rt
+        .block_on(q.lineage(&format!("session:{PARENT_ID}")))
+        .unwrap();
+    assert!(trace.complete);
+    assert_eq!(trace.root.as_ref().unwrap().header.session_id, PARENT_ID);
+    let mut children: Vec<String> = trace
+        .descendants
+        .iter()
+        .map(|n| n.session.header.session_id.clone())
+        .collect();
+    children.sort();
+    assert_eq!(children, subagents);
+    // A child: its parent is its ancestor and the root.
+    let trace = rt.block_on(q.lineage(&subagents[0])).unwrap();
+    assert!(trace.complete);
+    let ancestors: Vec<&str> = trace
+        .ancestors
+        .iter()
+        .map(|a| a.header.session_id.as_str())
+        .collect();
+    assert_eq!(ancestors, [PARENT_ID]);
+    assert_eq!(trace.root.unwrap().header.session_id, PARENT_ID);
+    assert!(trace.descendants.is_empty());
+}
+
+#[test]
+fn a_reader_gets_for_another_scopes_session_what_a_missing_one_gets_and_no_payloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(archive) = two_owner_archive(dir.path()) else {
+        return;
+    };
+    let rt = runtime();
+    let conn = rusqlite::Connection::open(&archive).unwrap();
+    let owned = |owner: &str| -> String {
+        conn.query_row(
+            "SELECT session_id FROM sessions WHERE owner = ?1 ORDER BY session_id LIMIT 1",
+            [owner],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let (alices, bobs) = (owned("alice"), owned("bob"));
+    let alice = open_as(&archive, "alice");
+    // Bob's session, by id, by prefix and for its lineage, is what an absent one is.
+    let absent = format!("{bobs}-absent");
+    for (asked, read) in [(&bobs, &bobs), (&absent, &absent)] {
+        let err = window(&alice, read, 0, 0, 0).unwrap_err();
+        assert_eq!(err.code(), "session_not_found");
+        assert_eq!(
+            err.to_string().replace(asked.as_str(), "X"),
+            "no session `X` in this scope"
+        );
+        let err = rt.block_on(alice.lineage(read)).unwrap_err();
+        assert_eq!(err.code(), "session_not_found");
+    }
+    let prefix = &bobs[..bobs.len() - 4];
+    assert_eq!(
+        window(&alice, prefix, 0, 0, 0).unwrap_err().code(),
+        "session_not_found"
+    );
+    // Her own: the records without their raw payloads, the same seqs as the admin's.
+    let mine = window(&alice, &alices, 1, 1, 1).unwrap();
+    assert!(mine.events.iter().all(|e| e.payload.is_none()));
+    let admin = window(&open_as(&archive, "admin"), &alices, 1, 1, 1).unwrap();
+    assert!(admin.events.iter().all(|e| e.payload.is_some()));
+    let seqs = |w: &quarry::read::EventWindow| {
+        w.events
+            .iter()
+            .map(|e| (e.seq, e.kind.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seqs(&mine), seqs(&admin));
+    // Reads are audited.
+    let records = open_as(&archive, "admin").audit_records(50).unwrap();
+    assert!(
+        records
+            .iter()
+            .any(|r| r.language == "read" && r.scope == "alice" && r.query.starts_with("read ")),
+        "{records:?}"
+    );
+}
+
+#[test]
+fn the_cli_reads_windows_and_lineage_and_exits_with_each_errors_class() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((_, archive, _)) = corpus_archive(dir.path()) else {
+        return;
+    };
+    let archive = archive.to_str().unwrap();
+    let out = run(&[
+        "--archive",
+        archive,
+        "--format",
+        "json",
+        "read",
+        ORPHAN_ID,
+        "--around",
+        "10",
+        "--before",
+        "2",
+        "--after",
+        "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (w["startSeq"].as_i64(), w["endSeq"].as_i64()),
+        (Some(8), Some(12))
+    );
+    assert_eq!(w["target"]["seq"], 10);
+    let out = run(&["--archive", archive, "read", ORPHAN_ID, "--lineage"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("incomplete: parent {ORPHAN_PARENT}")),
+        "{text}"
+    );
+    for (args, code) in [
+        (
+            vec!["read", ORPHAN_ID, "--around", "500"],
+            "event_not_found",
+        ),
+        (
+            vec!["read", ORPHAN_ID, "--around", "5", "--before", "201"],
+            "invalid_window",
+        ),
+        (
+            vec!["read", "no-such-session", "--lineage"],
+            "session_not_found",
+        ),
+    ] {
+        let mut all = vec!["--archive", archive, "--format", "json"];
+        all.extend(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        let body: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(body["code"], code, "{body}");
+    }
+    // Neither a window nor a lineage asked for: a usage error of the flags.
+    let out = run(&["--archive", archive, "read", ORPHAN_ID]);
+    assert_eq!(out.status.code(), Some(2));
+}
