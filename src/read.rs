@@ -1,7 +1,7 @@
 //! `quarry read REF`: a window of a session's source records or its lineage, through the
 //! library, printed as lines for people or as the spec's shapes with `--format json`.
 
-use quarry::read::{WindowRequest, render_lineage, render_window};
+use quarry::read::{ReadRequest, WindowRequest};
 use quarry::{Format, Quarry, block_on};
 
 use crate::flags::{Cli, ReadArgs};
@@ -12,34 +12,23 @@ use crate::{Failure, options};
 /// `quarry read REF --around SEQ` or `quarry read REF --lineage`.
 pub fn run_read(cli: &Cli, args: ReadArgs) -> Result<(), Failure> {
     let json = cli.format() == Format::Json;
-    let reference = args.reference;
-    let quarry = Quarry::open(&options(cli)?).map_err(|e| failure(&reference, e, json))?;
-    match args.around {
-        Some(seq) => {
-            let request = WindowRequest {
-                session: reference.clone(),
-                seq,
-                before: args.before,
-                after: args.after,
-            };
-            let window = block_on(quarry.read_window(&request))
-                .and_then(|r| r)
-                .map_err(|e| failure(&reference, e, json))?;
-            print(
-                json,
-                || serde_json::to_string(&window),
-                || render_window(&window),
-            )
-        }
-        None => {
-            let trace = block_on(quarry.lineage(&reference))
-                .and_then(|r| r)
-                .map_err(|e| failure(&reference, e, json))?;
-            print(
-                json,
-                || serde_json::to_string(&trace),
-                || render_lineage(&trace),
-            )
-        }
-    }
+    let request = match args.around {
+        Some(seq) => ReadRequest::Window(WindowRequest {
+            session: args.reference,
+            seq,
+            before: args.before,
+            after: args.after,
+        }),
+        None => ReadRequest::Lineage(args.reference),
+    };
+    let about = request.reference().to_string();
+    let quarry = Quarry::open(&options(cli)?).map_err(|e| failure(&about, e, json))?;
+    let answer = block_on(quarry.read(&request))
+        .and_then(|r| r)
+        .map_err(|e| failure(&about, e, json))?;
+    print(
+        json,
+        || serde_json::to_string(&answer),
+        || answer.render_text(),
+    )
 }

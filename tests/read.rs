@@ -116,9 +116,12 @@ fn windows_at_the_start_middle_and_end_hold_the_files_records() {
     assert_eq!(err.code(), "session_not_found");
     let err = window(&q, &format!("message:{ORPHAN_ID}/m0"), 0, 0, 0).unwrap_err();
     assert_eq!(err.code(), "bad_request", "{err}");
-    // A prefix of several sessions says so.
-    let err = window(&q, "claude-code-session:fa812bfe", 0, 0, 0).unwrap_err();
+    // A prefix of a session and its subagents names the session; of unrelated sessions, none.
+    let parent = window(&q, "claude-code-session:fa812bfe", 0, 0, 0).unwrap();
+    assert_eq!(parent.session.session_id, PARENT_ID);
+    let err = window(&q, "claude-code-session:", 0, 0, 0).unwrap_err();
     assert_eq!(err.code(), "bad_request", "{err}");
+    assert!(err.to_string().contains("is the start of"), "{err}");
 }
 
 #[test]
@@ -292,4 +295,121 @@ fn the_cli_reads_windows_and_lineage_and_exits_with_each_errors_class() {
     // Neither a window nor a lineage asked for: a usage error of the flags.
     let out = run(&["--archive", archive, "read", ORPHAN_ID]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn http_reads_in_the_tokens_scope_with_each_errors_status() {
+    use crate::server::{Server, encode, fixture, request};
+    let Some(f) = fixture() else { return };
+    let conn = rusqlite::Connection::open(&f.archive).unwrap();
+    let first = |owner: &str| -> (String, i64) {
+        conn.query_row(
+            "SELECT s.session_id, count(*) FROM sessions s JOIN events_raw e \
+             ON e.session_id = s.session_id WHERE s.owner = ?1 \
+             GROUP BY s.session_id ORDER BY s.session_id LIMIT 1",
+            [owner],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    };
+    let ((alices, records), (bobs, _)) = (first("alice"), first("bob"));
+    let server = Server::start(&f.archive, &f.tokens, &[]);
+    let get = |token: &str, query: &str| {
+        request(
+            "GET",
+            &format!("{}/api/read?{query}", server.base),
+            Some(token),
+            None,
+            None,
+        )
+    };
+    let reply = get(
+        &f.alice,
+        &format!(
+            "ref={}&around=1&before=1&after=2",
+            encode(&format!("session:{alices}"))
+        ),
+    );
+    assert_eq!(
+        reply.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let w = reply.json();
+    let want: Vec<i64> = (0..=3.min(records - 1)).collect();
+    let got: Vec<i64> = w["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(got, want);
+    assert!(
+        w["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["payload"].is_null())
+    );
+    // The admin token reads the raw records.
+    let w = get(
+        &f.admin,
+        &format!("ref={}&around=0&before=0&after=0", encode(&alices)),
+    )
+    .json();
+    assert!(w["target"]["payload"].is_object(), "{w}");
+    let lineage = get(&f.alice, &format!("ref={}&lineage=true", encode(&alices)));
+    assert_eq!(lineage.status, 200);
+    assert_eq!(
+        lineage.json()["target"]["header"]["session_id"],
+        alices.as_str()
+    );
+    // Errors: her scope does not hold bob's session (as an absent one), a seq past the end,
+    // a window too wide, neither a window nor a lineage.
+    for (token, query, status, code) in [
+        (
+            &f.alice,
+            format!("ref={}&lineage=true", encode(&bobs)),
+            404,
+            "session_not_found",
+        ),
+        (
+            &f.alice,
+            "ref=no-such-session&lineage=true".to_string(),
+            404,
+            "session_not_found",
+        ),
+        (
+            &f.alice,
+            format!("ref={}&around={records}", encode(&alices)),
+            404,
+            "event_not_found",
+        ),
+        (
+            &f.alice,
+            format!("ref={}&around=0&after=201", encode(&alices)),
+            400,
+            "invalid_window",
+        ),
+        (
+            &f.alice,
+            format!("ref={}", encode(&alices)),
+            400,
+            "bad_request",
+        ),
+        (
+            &f.alice,
+            format!("ref={}&lineage=true&colour=blue", encode(&alices)),
+            400,
+            "bad_request",
+        ),
+    ] {
+        let reply = get(token, &query);
+        assert_eq!(
+            (reply.status, reply.json()["code"].clone()),
+            (status, code.into()),
+            "{query}"
+        );
+    }
 }

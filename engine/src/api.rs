@@ -137,8 +137,16 @@ impl Quarry {
         crate::search::directory::status(&self.engine)
     }
 
-    /// A window of a session's source records around one (see [`crate::read`]) in a session
-    /// of the options' scope and caller.
+    /// Reads what a ref names (see [`crate::read`]) in a session of the options' scope and
+    /// caller.
+    pub async fn read(
+        &self,
+        request: &crate::read::ReadRequest,
+    ) -> Result<crate::read::ReadAnswer, Error> {
+        crate::read::read(&self.default_session().await?, request).await
+    }
+
+    /// A window of a session's source records around one: [`Quarry::read`] of a window.
     pub async fn read_window(
         &self,
         request: &crate::read::WindowRequest,
@@ -146,8 +154,7 @@ impl Quarry {
         crate::read::window(&self.default_session().await?, request).await
     }
 
-    /// The lineage of the session `reference` names (see [`crate::read`]) in a session of the
-    /// options' scope and caller.
+    /// The lineage of the session `reference` names: [`Quarry::read`] of a lineage.
     pub async fn lineage(&self, reference: &str) -> Result<crate::read::LineageTrace, Error> {
         crate::read::lineage(&self.default_session().await?, reference).await
     }

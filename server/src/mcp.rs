@@ -72,6 +72,27 @@ pub struct QueryUnitsArgs {
     pub cursor: Option<String>,
 }
 
+/// `read`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ReadArgs {
+    /// The session: `session:ID` (as hits and rows cite it), its id, native id or a unique
+    /// prefix of one.
+    pub r#ref: String,
+    /// The seq of the source record to read (0-based order of the session's records).
+    pub around: i64,
+    /// Records before it (0 to 200, default 5).
+    pub before: Option<i64>,
+    /// Records after it (0 to 200, default 5).
+    pub after: Option<i64>,
+}
+
+/// `lineage`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct LineageArgs {
+    /// The session: `session:ID`, its id, native id or a unique prefix of one.
+    pub r#ref: String,
+}
+
 /// `search`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchArgs {
@@ -188,6 +209,8 @@ impl McpServer {
                 "query_units",
                 "search",
                 "facets",
+                "read",
+                "lineage",
                 "sql_query",
                 "explain",
                 "list_tables",
@@ -272,6 +295,35 @@ impl McpServer {
                 Err(e) => tool_error(&e, Some(request.text_of(&e))),
             },
         )
+    }
+
+    /// Read a session's source records around one (`around`, a seq; `before`/`after` up to
+    /// 200): the session's header, the whole target record and its neighbours, each with its
+    /// type, time and surface (current / shadowed / log-only); raw records for the admin scope.
+    #[tool(annotations(read_only_hint = true))]
+    async fn read(
+        &self,
+        Parameters(args): Parameters<ReadArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = quarry::read::ReadRequest::Window(quarry::read::WindowRequest {
+            session: args.r#ref,
+            seq: args.around,
+            before: args.before.unwrap_or(5),
+            after: args.after.unwrap_or(5),
+        });
+        Ok(self.read_answer(&request).await)
+    }
+
+    /// A session's lineage: its parents from the immediate one outward, its subagents and
+    /// continuations as a tree, and `complete` with the `root`, or `unresolvedParentId` where
+    /// the chain leaves what this scope sees.
+    #[tool(annotations(read_only_hint = true))]
+    async fn lineage(
+        &self,
+        Parameters(args): Parameters<LineageArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = quarry::read::ReadRequest::Lineage(args.r#ref);
+        Ok(self.read_answer(&request).await)
     }
 
     /// Facets: how the sessions a search (`query`) or a filter (`where`) finds spread over
@@ -423,6 +475,18 @@ impl McpServer {
 }
 
 impl McpServer {
+    /// Answers a read: the spec's shape as structured content and its lines as text, or a
+    /// tool error.
+    async fn read_answer(&self, request: &quarry::read::ReadRequest) -> CallToolResult {
+        match self.service.read(&self.asker, request, None).await {
+            Ok(answer) => structured(
+                answer.render_text(),
+                serde_json::to_value(&answer).unwrap_or_default(),
+            ),
+            Err(e) => tool_error(&e, Some(request.reference())),
+        }
+    }
+
     /// Runs a query within the server's limits: the envelope, or a tool error.
     async fn run(&self, language: Language, text: &str, limit: Option<usize>) -> CallToolResult {
         let request = match language {

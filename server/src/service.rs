@@ -179,6 +179,21 @@ impl Service {
         within(deadline, quarry::facets::facets(&session, request)).await
     }
 
+    /// Reads what a ref names for `asker` within the server's time limit (`timeout` if
+    /// shorter), holding a query slot as a query does; audited as a read.
+    pub async fn read(
+        &self,
+        asker: &Asker,
+        request: &quarry::read::ReadRequest,
+        timeout: Option<Duration>,
+    ) -> Result<quarry::read::ReadAnswer, Error> {
+        let deadline = self.deadline(timeout);
+        let (_slot, session) = self
+            .open(asker, deadline, "read", request.reference())
+            .await?;
+        within(deadline, quarry::read::read(&session, request)).await
+    }
+
     /// A query slot and a session under `asker`'s scope, both within `deadline`; a failure is
     /// recorded as a refused request of `kind` about `text`.
     async fn open(

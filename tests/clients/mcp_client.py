@@ -20,7 +20,8 @@ import sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-OPEN_TOOLS = {"query_units", "search", "facets", "sql_query", "explain", "list_tables", "query_completions"}
+OPEN_TOOLS = {"query_units", "search", "facets", "read", "lineage", "sql_query", "explain", "list_tables",
+              "query_completions"}
 PINNED_TOOLS = {"conversation_recent_turns", "conversation_list_tool_calls", "query_completions"}
 
 
@@ -178,6 +179,41 @@ async def open_server(args, db):
             check(facets["scoped_to_query"] and facets["total_sessions"]["scoped"] == len(walked)
                   and sum(b["count"] for b in facets["scoped"]["origin"]) == len(walked),
                   f"search-scoped facets count the {len(walked)} sessions the search found")
+
+            # Reading: a window of one of the reader's sessions holds SQLite's records, without
+            # raw payloads; another owner's session is what an absent one is.
+            mine, count = db.execute(
+                """SELECT s.session_id, count(*) FROM sessions s JOIN events_raw e ON e.session_id = s.session_id
+                   WHERE s.owner = ? GROUP BY s.session_id HAVING count(*) >= 5
+                   ORDER BY s.session_id LIMIT 1""", (owner,)).fetchone()
+            result = await session.call_tool("read", {"ref": f"session:{mine}", "around": 2, "before": 2, "after": 1})
+            check(not result.is_error, f"read answers: {text_of(result)[:300]}")
+            window = result.structured_content
+            want = [list(r) for r in db.execute(
+                "SELECT seq, type, surface FROM events_raw WHERE session_id = ? AND seq BETWEEN 0 AND 3 ORDER BY seq",
+                (mine,))]
+            got = [[e["seq"], e["type"], e["surface"]] for e in window["events"]]
+            check(got == want and window["startSeq"] == 0 and window["endSeq"] == 3
+                  and window["target"]["seq"] == 2,
+                  f"the window around seq 2 holds SQLite's records 0-3 of {mine}")
+            check(all(e["payload"] is None for e in window["events"]), "a reader's window has no raw payloads")
+            result = await session.call_tool("read", {"ref": mine, "around": count})
+            check(result.is_error and result.structured_content["code"] == "event_not_found",
+                  "a seq past the end is event_not_found")
+            result = await session.call_tool("read", {"ref": mine, "around": 1, "before": 201})
+            check(result.is_error and result.structured_content["code"] == "invalid_window",
+                  "more than 200 neighbours is invalid_window")
+            row = db.execute("SELECT session_id FROM sessions WHERE owner IS NOT ? LIMIT 1", (owner,)).fetchone()
+            other = row[0] if row else None
+            for ref in [other, "session:no-such-session"]:
+                if ref is None:
+                    continue
+                result = await session.call_tool("lineage", {"ref": ref})
+                check(result.is_error and result.structured_content["code"] == "session_not_found",
+                      f"lineage of {ref} (not the reader's) is session_not_found")
+            result = await session.call_tool("lineage", {"ref": mine})
+            check(not result.is_error and result.structured_content["target"]["header"]["session_id"] == mine,
+                  "lineage of the reader's own session answers")
 
             result = await session.call_tool("explain", {"expression": "messages | group by role | count"})
             check(not result.is_error and result.structured_content["unit_source"] == "messages",

@@ -143,6 +143,53 @@ pub struct LineageTrace {
     pub generation: i64,
 }
 
+/// One read: a window around an event, or a lineage.
+#[derive(Debug, Clone)]
+pub enum ReadRequest {
+    /// A window of a session's source records.
+    Window(WindowRequest),
+    /// The lineage of the session a ref names.
+    Lineage(String),
+}
+
+impl ReadRequest {
+    /// The ref it reads (what an error is about).
+    pub fn reference(&self) -> &str {
+        match self {
+            ReadRequest::Window(w) => &w.session,
+            ReadRequest::Lineage(r) => r,
+        }
+    }
+}
+
+/// A read's answer, in the spec's shape of its kind.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum ReadAnswer {
+    /// A `SessionEventWindow`.
+    Window(EventWindow),
+    /// A `SessionLineageTrace`.
+    Lineage(LineageTrace),
+}
+
+impl ReadAnswer {
+    /// The answer as lines for people.
+    pub fn render_text(&self) -> String {
+        match self {
+            ReadAnswer::Window(w) => render_window(w),
+            ReadAnswer::Lineage(t) => render_lineage(t),
+        }
+    }
+}
+
+/// Runs `request` in `session`'s scope, audited: what every surface calls.
+pub async fn read(session: &Session, request: &ReadRequest) -> Result<ReadAnswer, Error> {
+    match request {
+        ReadRequest::Window(w) => window(session, w).await.map(ReadAnswer::Window),
+        ReadRequest::Lineage(r) => lineage(session, r).await.map(ReadAnswer::Lineage),
+    }
+}
+
 /// The window `request` asks for, in `session`'s scope, audited.
 pub async fn window(session: &Session, request: &WindowRequest) -> Result<EventWindow, Error> {
     let text = format!(
@@ -279,7 +326,14 @@ impl Reader {
             &escape_like(&text),
         )
         .map_err(|e| self.failed(e))?;
-        let seen: Vec<String> = like.into_iter().filter(|id| self.sees(id)).collect();
+        let mut seen: Vec<String> = like.into_iter().filter(|id| self.sees(id)).collect();
+        // A session and its subagents share the start of their ids: the one whose id starts
+        // every other's is the one meant.
+        seen.sort();
+        let parent = format!("{}/", seen.first().map_or("", String::as_str));
+        if seen.len() > 1 && seen[1..].iter().all(|id| id.starts_with(&parent)) {
+            seen.truncate(1);
+        }
         match seen.as_slice() {
             [one] => Ok(one.clone()),
             [] => Err(not_found()),
@@ -497,7 +551,11 @@ pub fn render_window(window: &EventWindow) -> String {
             "{mark} {:>6}  {:<9} {}  {}\n",
             event.seq,
             event.surface,
-            event.time.map_or("-".to_string(), |t| t.to_string()),
+            event.time.map_or("-".to_string(), |t| {
+                chrono::DateTime::from_timestamp_millis(t).map_or(t.to_string(), |t| {
+                    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+                })
+            }),
             event.kind
         ));
     }

@@ -189,6 +189,7 @@ fn router(app: Arc<App>, max_body: usize) -> Router {
         .route("/api/query-units", get(units_get).post(units_post))
         .route("/api/search", get(search_get).post(search_post))
         .route("/api/facets", get(facets_get))
+        .route("/api/read", get(read_get))
         .route("/api/explain", get(explain))
         .route("/api/tables", get(tables))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -316,6 +317,21 @@ impl App {
         }
     }
 
+    /// Answers a read (JSON, the spec's shape of its kind).
+    async fn read(&self, asker: &Asker, params: ReadParams) -> Response {
+        let (request, timeout) = match params.request() {
+            Ok(r) => r,
+            Err(e) => return self.refuse(asker, "GET /api/read", e),
+        };
+        match self.service.read(asker, &request, timeout).await {
+            Ok(answer) => match serde_json::to_string(&answer) {
+                Ok(body) => json_response(body),
+                Err(e) => error_response(&Error::Internal(e.to_string()), None),
+            },
+            Err(e) => error_response(&e, Some(request.reference())),
+        }
+    }
+
     /// Records a request of `asker` refused before its query (a body that is not what the
     /// endpoint takes) and answers with the error.
     fn refuse(&self, asker: &Asker, target: &str, e: Error) -> Response {
@@ -398,6 +414,43 @@ impl SearchParams {
             },
             self.timeout_ms.map(Duration::from_millis),
         )
+    }
+}
+
+/// `/api/read`'s parameters (the query string): a ref and either a window (`around`, with
+/// `before` and `after`, 5 each unless given) or `lineage=true`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadParams {
+    r#ref: String,
+    around: Option<i64>,
+    before: Option<i64>,
+    after: Option<i64>,
+    #[serde(default)]
+    lineage: bool,
+    timeout_ms: Option<u64>,
+}
+
+impl ReadParams {
+    fn request(self) -> Result<(quarry::read::ReadRequest, Option<Duration>), Error> {
+        use quarry::read::{ReadRequest, WindowRequest};
+        let request = match (self.around, self.lineage) {
+            (Some(seq), false) => ReadRequest::Window(WindowRequest {
+                session: self.r#ref,
+                seq,
+                before: self.before.unwrap_or(5),
+                after: self.after.unwrap_or(5),
+            }),
+            (None, true) if self.before.is_none() && self.after.is_none() => {
+                ReadRequest::Lineage(self.r#ref)
+            }
+            _ => {
+                return Err(Error::BadRequest(
+                    "give `around=SEQ` (with `before`, `after`) or `lineage=true`".into(),
+                ));
+            }
+        };
+        Ok((request, self.timeout_ms.map(Duration::from_millis)))
     }
 }
 
@@ -489,7 +542,7 @@ async fn not_found(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
 ) -> Response {
     let e = Error::NotFound(
-        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/facets, /api/explain, /api/tables, /healthz"
+        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/facets, /api/read, /api/explain, /api/tables, /healthz"
             .into(),
     );
     app.service
@@ -531,6 +584,17 @@ async fn facets_get(
     match params(query) {
         Ok(p) => app.facets(&asker, p).await,
         Err(e) => app.refuse(&asker, "GET /api/facets", e),
+    }
+}
+
+async fn read_get(
+    State(app): State<Arc<App>>,
+    Extension(asker): Extension<Asker>,
+    query: Result<Query<ReadParams>, QueryRejection>,
+) -> Response {
+    match params(query) {
+        Ok(p) => app.read(&asker, p).await,
+        Err(e) => app.refuse(&asker, "GET /api/read", e),
     }
 }
 
