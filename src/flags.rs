@@ -227,8 +227,9 @@ pub enum Command {
     /// Facets: how the sessions a search or a filter finds spread over origin, tag, model,
     /// machine, day, repo and tool, beside the counts over every session of the scope.
     Facets(FacetsArgs),
-    /// Read what a ref names: a window of a session's source records around one (--around
-    /// SEQ), or its lineage (--lineage: parents, subagents, continuations).
+    /// Read what a ref names: a session's transcript (subagents nested where they were
+    /// started), a window of its source records around one (--around SEQ), or its lineage
+    /// (--lineage: parents, subagents, continuations).
     Read(ReadArgs),
     /// Serve the HTTP API: both languages over the archive, each bearer token under its scope,
     /// every query audited; stops on SIGINT/SIGTERM after running queries finish.
@@ -388,7 +389,6 @@ pub struct FacetsArgs {
 
 /// `quarry read`'s arguments.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("view").required(true).args(["around", "lineage"])))]
 pub struct ReadArgs {
     /// What to read: `session:ID`, or a session's id, native id or a unique prefix of one.
     #[arg(value_name = "REF")]
@@ -417,6 +417,18 @@ pub struct ReadArgs {
     /// The session's lineage instead: its parents outward and its descendants.
     #[arg(long, conflicts_with = "around")]
     pub lineage: bool,
+    /// Messages on a page of the transcript (1 to 2000; default 200).
+    #[arg(long, value_name = "N", conflicts_with_all = ["around", "lineage"])]
+    pub page_size: Option<usize>,
+    /// The previous page's `next_cursor`, passed back unchanged.
+    #[arg(long, value_name = "CURSOR", conflicts_with_all = ["around", "lineage"])]
+    pub cursor: Option<String>,
+    /// The transcript as Markdown.
+    #[arg(long, conflicts_with_all = ["around", "lineage"])]
+    pub markdown: bool,
+    /// Show thinking in the transcript (collapsed to its length otherwise).
+    #[arg(long, conflicts_with_all = ["around", "lineage"])]
+    pub thinking: bool,
 }
 
 /// `quarry explain`'s arguments.

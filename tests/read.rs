@@ -292,8 +292,22 @@ fn the_cli_reads_windows_and_lineage_and_exits_with_each_errors_class() {
             .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
         assert_eq!(body["code"], code, "{body}");
     }
-    // Neither a window nor a lineage asked for: a usage error of the flags.
-    let out = run(&["--archive", archive, "read", ORPHAN_ID]);
+    // Neither: the transcript; a window's flag with a transcript's is a usage error.
+    let out = run(&["--archive", archive, "read", ORPHAN_ID, "--page-size", "3"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[m0] user") && text.contains("(more: --cursor "),
+        "{text}"
+    );
+    let out = run(&[
+        "--archive",
+        archive,
+        "read",
+        ORPHAN_ID,
+        "--lineage",
+        "--markdown",
+    ]);
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -365,6 +379,10 @@ fn http_reads_in_the_tokens_scope_with_each_errors_status() {
         lineage.json()["target"]["header"]["session_id"],
         alices.as_str()
     );
+    // Her transcript, a page at a time.
+    let page = get(&f.alice, &format!("ref={}&limit=2", encode(&alices))).json();
+    assert_eq!(page["session"]["session_id"], alices.as_str());
+    assert!(page["messages"].as_array().unwrap().len() <= 2);
     // Errors: her scope does not hold bob's session (as an absent one), a seq past the end,
     // a window too wide, neither a window nor a lineage.
     for (token, query, status, code) in [
@@ -394,9 +412,21 @@ fn http_reads_in_the_tokens_scope_with_each_errors_status() {
         ),
         (
             &f.alice,
-            format!("ref={}", encode(&alices)),
+            format!("ref={}&limit=5&lineage=true", encode(&alices)),
             400,
             "bad_request",
+        ),
+        (
+            &f.alice,
+            format!("ref={}&limit=0", encode(&alices)),
+            400,
+            "bad_request",
+        ),
+        (
+            &f.alice,
+            format!("ref={}&cursor=junk", encode(&alices)),
+            409,
+            "invalid_cursor",
         ),
         (
             &f.alice,
@@ -412,4 +442,147 @@ fn http_reads_in_the_tokens_scope_with_each_errors_status() {
             "{query}"
         );
     }
+}
+
+/// Every page of a transcript, walked with its cursors (`size` messages a page).
+fn transcript_pages(q: &Quarry, session: &str, size: usize) -> Vec<quarry::read::Transcript> {
+    let mut pages = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = runtime()
+            .block_on(q.read(&quarry::read::ReadRequest::Transcript(
+                quarry::read::TranscriptRequest {
+                    session: session.into(),
+                    page_size: Some(size),
+                    cursor: cursor.take(),
+                },
+            )))
+            .unwrap();
+        let quarry::read::ReadAnswer::Transcript(page) = page else {
+            panic!("not a transcript")
+        };
+        cursor = page.next_cursor.clone();
+        pages.push(page);
+        if cursor.is_none() {
+            return pages;
+        }
+        assert!(pages.len() < 1000);
+    }
+}
+
+#[test]
+fn a_transcript_nests_each_subagent_where_it_was_started_and_marks_compactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((corpus, archive, q)) = corpus_archive(dir.path()) else {
+        return;
+    };
+    let pages = transcript_pages(&q, PARENT_ID, 37);
+    assert!(pages.len() > 2);
+    // The pages hold every message once, in order (SQLite's positions).
+    let conn = rusqlite::Connection::open(&archive).unwrap();
+    let want: Vec<i64> = conn
+        .prepare("SELECT position FROM messages WHERE session_id = ?1 ORDER BY position")
+        .unwrap()
+        .query_map([PARENT_ID], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let got: Vec<i64> = pages
+        .iter()
+        .flat_map(|p| p.messages.iter().map(|m| m.position))
+        .collect();
+    assert_eq!(got, want);
+    // The parent file: each Task call's prompt and the time its message began (an API message
+    // spans several lines sharing `message.id`; the first line's time is the message's).
+    let parent = records(&corpus.join(format!("{PARENT}.jsonl")));
+    let began = |id: &serde_json::Value| -> i64 {
+        let first = parent
+            .iter()
+            .find(|(_, v)| !id.is_null() && v["message"]["id"] == *id)
+            .map(|(_, v)| v["timestamp"].as_str().unwrap_or(""))
+            .unwrap_or("");
+        chrono::DateTime::parse_from_rfc3339(first)
+            .map(|t| t.timestamp_millis())
+            .unwrap_or(-1)
+    };
+    let calls: Vec<(String, i64)> = parent
+        .iter()
+        .flat_map(|(_, v)| {
+            let time = began(&v["message"]["id"]);
+            v["message"]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b["type"] == "tool_use" && b["name"] == "Task")
+                .map(move |b| (b["input"]["prompt"].as_str().unwrap().to_string(), time))
+        })
+        .collect();
+    // Each subagent's transcript is nested at the call that started it: its first message is
+    // the subagent file's first prompt, under the message of the call's time.
+    let nested: Vec<(
+        &quarry::read::transcript::TranscriptMessage,
+        &quarry::read::transcript::Subagent,
+    )> = pages
+        .iter()
+        .flat_map(|p| p.messages.iter())
+        .flat_map(|m| {
+            m.blocks
+                .iter()
+                .filter_map(move |b| b.subagent.as_deref().map(|s| (m, s)))
+        })
+        .collect();
+    let files: Vec<PathBuf> = std::fs::read_dir(corpus.join(PARENT).join("subagents"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let mut shown = 0;
+    for file in &files {
+        let name = file.file_stem().unwrap().to_str().unwrap();
+        let child = format!("{PARENT_ID}/{name}");
+        let first = records(file)[0].1["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let Some(&(message, sub)) = nested
+            .iter()
+            .find(|(_, s)| s.child_session_id.as_deref() == Some(child.as_str()))
+        else {
+            // A compaction's summarizer is no Task call of the parent.
+            assert!(
+                !calls.iter().any(|(prompt, _)| *prompt == first),
+                "{child} not nested"
+            );
+            continue;
+        };
+        let transcript = sub.transcript.as_ref().unwrap();
+        assert_eq!(transcript.session.session_id, child);
+        assert_eq!(transcript.messages[0].blocks[0].text, first, "{child}");
+        let (_, time) = calls.iter().find(|(prompt, _)| *prompt == first).unwrap();
+        assert_eq!(message.time, Some(*time), "{child}: the delegating message");
+        shown += 1;
+    }
+    assert_eq!(shown, calls.len());
+    assert!(shown >= 2);
+    // The compaction the file records is marked.
+    let boundaries = parent
+        .iter()
+        .filter(|(kind, _)| kind == "system/compact_boundary")
+        .count();
+    assert_eq!(pages[0].compactions.len(), boundaries);
+    assert!(boundaries >= 1);
+    let text = quarry::read::transcript::render(&pages[0], false, false);
+    assert!(text.contains("↳ subagent"), "{text}");
+    // A cursor of another session is refused.
+    let other = transcript_pages(&q, ORPHAN_ID, 1000);
+    assert_eq!(other.len(), 1);
+    let err = runtime()
+        .block_on(q.read(&quarry::read::ReadRequest::Transcript(
+            quarry::read::TranscriptRequest {
+                session: ORPHAN_ID.into(),
+                page_size: Some(37),
+                cursor: pages[0].next_cursor.clone(),
+            },
+        )))
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid_cursor");
 }

@@ -78,8 +78,13 @@ pub struct ReadArgs {
     /// The session: `session:ID` (as hits and rows cite it), its id, native id or a unique
     /// prefix of one.
     pub r#ref: String,
-    /// The seq of the source record to read (0-based order of the session's records).
-    pub around: i64,
+    /// The seq of a source record to read with its neighbours (0-based order of the session's
+    /// records). Without it: a page of the session's transcript.
+    pub around: Option<i64>,
+    /// Messages on a transcript page (1 to 2000, default 200).
+    pub limit: Option<usize>,
+    /// A transcript page's `next_cursor`, passed back unchanged.
+    pub cursor: Option<String>,
     /// Records before it (0 to 200, default 5).
     pub before: Option<i64>,
     /// Records after it (0 to 200, default 5).
@@ -297,20 +302,29 @@ impl McpServer {
         )
     }
 
-    /// Read a session's source records around one (`around`, a seq; `before`/`after` up to
-    /// 200): the session's header, the whole target record and its neighbours, each with its
-    /// type, time and surface (current / shadowed / log-only); raw records for the admin scope.
+    /// Read a session: a page of its transcript (messages in order with their text, tool calls
+    /// and results, each subagent's transcript nested at the call that started it, compactions
+    /// marked; `limit` messages, `next_cursor` for the next page), or with `around` (a seq;
+    /// `before`/`after` up to 200) its source records around one, each with its type, time and
+    /// surface (current / shadowed / log-only); raw records for the admin scope.
     #[tool(annotations(read_only_hint = true))]
     async fn read(
         &self,
         Parameters(args): Parameters<ReadArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = quarry::read::ReadRequest::Window(quarry::read::WindowRequest {
-            session: args.r#ref,
-            seq: args.around,
-            before: args.before.unwrap_or(5),
-            after: args.after.unwrap_or(5),
-        });
+        let request = match args.around {
+            Some(seq) => quarry::read::ReadRequest::Window(quarry::read::WindowRequest {
+                session: args.r#ref,
+                seq,
+                before: args.before.unwrap_or(5),
+                after: args.after.unwrap_or(5),
+            }),
+            None => quarry::read::ReadRequest::Transcript(quarry::read::TranscriptRequest {
+                session: args.r#ref,
+                page_size: args.limit,
+                cursor: args.cursor,
+            }),
+        };
         Ok(self.read_answer(&request).await)
     }
 

@@ -211,6 +211,11 @@ async def open_server(args, db):
                 result = await session.call_tool("lineage", {"ref": ref})
                 check(result.is_error and result.structured_content["code"] == "session_not_found",
                       f"lineage of {ref} (not the reader's) is session_not_found")
+            pages, last = await walk(session, "read", {"ref": mine, "limit": 2})
+            positions = [m["position"] for page in pages for m in page["messages"]]
+            want = [r[0] for r in db.execute(
+                "SELECT position FROM messages WHERE session_id = ? AND NOT hidden ORDER BY position", (mine,))]
+            check(positions == want, f"the transcript of {mine} pages its {len(want)} messages in order")
             result = await session.call_tool("lineage", {"ref": mine})
             check(not result.is_error and result.structured_content["target"]["header"]["session_id"] == mine,
                   "lineage of the reader's own session answers")

@@ -9,6 +9,7 @@
 //! record payloads and its titles are masked; every read is audited.
 
 pub mod refs;
+pub mod transcript;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -21,6 +22,7 @@ use crate::engine::{Session, blocking};
 use crate::error::Error;
 use crate::scope::Scope;
 pub use refs::{Ref, RefKind};
+pub use transcript::{Transcript, TranscriptRequest};
 
 /// The most neighbouring events a window takes on either side.
 pub const MAX_NEIGHBOURS: i64 = 200;
@@ -143,9 +145,11 @@ pub struct LineageTrace {
     pub generation: i64,
 }
 
-/// One read: a window around an event, or a lineage.
+/// One read: a page of a transcript, a window around an event, or a lineage.
 #[derive(Debug, Clone)]
 pub enum ReadRequest {
+    /// A page of a session's transcript.
+    Transcript(TranscriptRequest),
     /// A window of a session's source records.
     Window(WindowRequest),
     /// The lineage of the session a ref names.
@@ -156,6 +160,7 @@ impl ReadRequest {
     /// The ref it reads (what an error is about).
     pub fn reference(&self) -> &str {
         match self {
+            ReadRequest::Transcript(t) => &t.session,
             ReadRequest::Window(w) => &w.session,
             ReadRequest::Lineage(r) => r,
         }
@@ -166,6 +171,8 @@ impl ReadRequest {
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum ReadAnswer {
+    /// A page of a transcript.
+    Transcript(Transcript),
     /// A `SessionEventWindow`.
     Window(EventWindow),
     /// A `SessionLineageTrace`.
@@ -176,6 +183,7 @@ impl ReadAnswer {
     /// The answer as lines for people.
     pub fn render_text(&self) -> String {
         match self {
+            ReadAnswer::Transcript(t) => transcript::render(t, false, false),
             ReadAnswer::Window(w) => render_window(w),
             ReadAnswer::Lineage(t) => render_lineage(t),
         }
@@ -185,9 +193,24 @@ impl ReadAnswer {
 /// Runs `request` in `session`'s scope, audited: what every surface calls.
 pub async fn read(session: &Session, request: &ReadRequest) -> Result<ReadAnswer, Error> {
     match request {
+        ReadRequest::Transcript(t) => transcript(session, t).await.map(ReadAnswer::Transcript),
         ReadRequest::Window(w) => window(session, w).await.map(ReadAnswer::Window),
         ReadRequest::Lineage(r) => lineage(session, r).await.map(ReadAnswer::Lineage),
     }
+}
+
+/// The transcript page `request` asks for, in `session`'s scope, audited.
+pub async fn transcript(
+    session: &Session,
+    request: &TranscriptRequest,
+) -> Result<Transcript, Error> {
+    let text = format!("read {}", request.session);
+    audited(session, &text, |t: &Transcript| t.messages.len(), async {
+        let reader = Reader::new(session).await?;
+        let request = request.clone();
+        blocking(move || reader.read(|conn, reader| reader.transcript(conn, &request))).await
+    })
+    .await
 }
 
 /// The window `request` asks for, in `session`'s scope, audited.

@@ -417,12 +417,17 @@ impl SearchParams {
     }
 }
 
-/// `/api/read`'s parameters (the query string): a ref and either a window (`around`, with
-/// `before` and `after`, 5 each unless given) or `lineage=true`.
+/// `/api/read`'s parameters (the query string): a ref and a transcript page (`limit`,
+/// `cursor`), a window (`around`, with `before` and `after`, 5 each unless given) or
+/// `lineage=true`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ReadParams {
     r#ref: String,
+    /// Messages on a transcript's page.
+    limit: Option<usize>,
+    /// A transcript page's `next_cursor`.
+    cursor: Option<String>,
     around: Option<i64>,
     before: Option<i64>,
     after: Option<i64>,
@@ -433,8 +438,21 @@ struct ReadParams {
 
 impl ReadParams {
     fn request(self) -> Result<(quarry::read::ReadRequest, Option<Duration>), Error> {
-        use quarry::read::{ReadRequest, WindowRequest};
+        use quarry::read::{ReadRequest, TranscriptRequest, WindowRequest};
+        let transcript = self.limit.is_some() || self.cursor.is_some();
+        let window = self.before.is_some() || self.after.is_some();
         let request = match (self.around, self.lineage) {
+            (None, false) if !window => ReadRequest::Transcript(TranscriptRequest {
+                session: self.r#ref,
+                page_size: self.limit,
+                cursor: self.cursor,
+            }),
+            _ if transcript => {
+                return Err(Error::BadRequest(
+                    "`limit` and `cursor` page a transcript: leave out `around` and `lineage`"
+                        .into(),
+                ));
+            }
             (Some(seq), false) => ReadRequest::Window(WindowRequest {
                 session: self.r#ref,
                 seq,
@@ -446,7 +464,7 @@ impl ReadParams {
             }
             _ => {
                 return Err(Error::BadRequest(
-                    "give `around=SEQ` (with `before`, `after`) or `lineage=true`".into(),
+                    "give `around=SEQ` (with `before`, `after`), `lineage=true`, or neither for the transcript".into(),
                 ));
             }
         };
