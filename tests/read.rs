@@ -586,3 +586,31 @@ fn a_transcript_nests_each_subagent_where_it_was_started_and_marks_compactions()
         .unwrap_err();
     assert_eq!(err.code(), "invalid_cursor");
 }
+
+#[test]
+fn a_readers_transcript_and_window_show_no_credential() {
+    let dir = tempfile::tempdir().unwrap();
+    let (archive, api_key, bearer) = crate::sql_scope::secret_archive(dir.path());
+    let session = "claude-code-session:5ec2e7a1-0000-4000-8000-000000000001";
+    let admin = transcript_pages(&open_as(&archive, "admin"), session, 100);
+    let admin = serde_json::to_string(&admin[0]).unwrap();
+    assert!(
+        admin.contains(&bearer),
+        "the admin reads the command as written"
+    );
+    let alice = open_as(&archive, "alice");
+    let pages = transcript_pages(&alice, session, 100);
+    let json = serde_json::to_string(&pages[0]).unwrap();
+    assert!(!pages[0].messages.is_empty());
+    for secret in [&api_key, &bearer] {
+        assert!(
+            !json.contains(secret.as_str()),
+            "a credential in her transcript: {json}"
+        );
+        let text = quarry::read::transcript::render(&pages[0], true, true);
+        assert!(!text.contains(secret.as_str()));
+    }
+    let w = window(&alice, session, 1, 5, 5).unwrap();
+    let json = serde_json::to_string(&w).unwrap();
+    assert!(!json.contains(&api_key) && !json.contains(&bearer));
+}
