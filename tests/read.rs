@@ -568,8 +568,20 @@ fn a_transcript_nests_each_subagent_where_it_was_started_and_marks_compactions()
         .iter()
         .filter(|(kind, _)| kind == "system/compact_boundary")
         .count();
-    assert_eq!(pages[0].compactions.len(), boundaries);
+    let listed: usize = pages.iter().map(|p| p.compactions.len()).sum();
+    assert_eq!(listed, boundaries);
     assert!(boundaries >= 1);
+    // Each on the page where it happened: after the page's first message began, by its last.
+    for (i, page) in pages.iter().enumerate() {
+        for c in &page.compactions {
+            let last = page.messages.last().unwrap().time;
+            assert!(i + 1 == pages.len() || c.time <= last, "page {i}");
+            assert!(i == 0 || c.time > pages[i - 1].messages.last().unwrap().time);
+        }
+    }
+    let compacted = pages.iter().find(|p| !p.compactions.is_empty()).unwrap();
+    let text = quarry::read::transcript::render(compacted, false, false);
+    assert!(text.contains("──── context compacted:"), "{text}");
     let text = quarry::read::transcript::render(&pages[0], false, false);
     assert!(text.contains("↳ subagent"), "{text}");
     // A cursor of another session is refused.
@@ -610,6 +622,12 @@ fn a_readers_transcript_and_window_show_no_credential() {
         let text = quarry::read::transcript::render(&pages[0], true, true);
         assert!(!text.contains(secret.as_str()));
     }
+    // The record the source never shows the user is the admin's only.
+    assert!(admin.contains("Caveat: the messages below"));
+    assert!(
+        !json.contains("Caveat: the messages below"),
+        "a hidden message in her transcript"
+    );
     let w = window(&alice, session, 1, 5, 5).unwrap();
     let json = serde_json::to_string(&w).unwrap();
     assert!(!json.contains(&api_key) && !json.contains(&bearer));

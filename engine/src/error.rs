@@ -173,6 +173,9 @@ pub enum Error {
     /// A window's bounds are out of range.
     #[error("invalid window: {0}")]
     InvalidWindow(String),
+    /// The archive's lineage links contradict themselves (a cycle of parents).
+    #[error("invalid lineage: {0}")]
+    InvalidLineage(String),
     /// A request body larger than the server takes.
     #[error("the request body is larger than the server's --max-body ({limit} bytes)")]
     BodyTooLarge {
@@ -370,6 +373,7 @@ impl Error {
             Error::SessionNotFound(_) => "session_not_found",
             Error::EventNotFound { .. } => "event_not_found",
             Error::InvalidWindow(_) => "invalid_window",
+            Error::InvalidLineage(_) => "invalid_lineage",
             Error::BodyTooLarge { .. } => "body_too_large",
             Error::MissingArchive(_) => "missing_archive",
             Error::Archive { .. } => "archive_unreadable",
@@ -410,7 +414,9 @@ impl Error {
             Error::SqlRefused { .. } => ErrorClass::Usage,
             Error::Scope(_) | Error::AdminOnly(_) => ErrorClass::Forbidden,
             Error::Unauthorized(_) => ErrorClass::Unauthorized,
-            Error::InvalidCursor(_) | Error::StaleCursor(_) => ErrorClass::Conflict,
+            Error::InvalidCursor(_) | Error::StaleCursor(_) | Error::InvalidLineage(_) => {
+                ErrorClass::Conflict
+            }
             Error::NotFound(_) | Error::SessionNotFound(_) | Error::EventNotFound { .. } => {
                 ErrorClass::NotFound
             }

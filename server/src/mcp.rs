@@ -312,6 +312,16 @@ impl McpServer {
         &self,
         Parameters(args): Parameters<ReadArgs>,
     ) -> Result<CallToolResult, ErrorData> {
+        let mixed = match args.around {
+            Some(_) => args.limit.is_some() || args.cursor.is_some(),
+            None => args.before.is_some() || args.after.is_some(),
+        };
+        if mixed {
+            let e = Error::BadRequest(
+                "`limit` and `cursor` page a transcript, `before` and `after` widen a window around `around`: give one or the other".into(),
+            );
+            return Ok(tool_error(&e, Some(&args.r#ref)));
+        }
         let request = match args.around {
             Some(seq) => quarry::read::ReadRequest::Window(quarry::read::WindowRequest {
                 session: args.r#ref,

@@ -183,21 +183,22 @@ async def open_server(args, db):
             # Reading: a window of one of the reader's sessions holds SQLite's records, without
             # raw payloads; another owner's session is what an absent one is.
             mine, count = db.execute(
-                """SELECT s.session_id, count(*) FROM sessions s JOIN events_raw e ON e.session_id = s.session_id
-                   WHERE s.owner = ? GROUP BY s.session_id HAVING count(*) >= 5
+                """SELECT s.session_id, count(*) FROM sessions s JOIN events e ON e.session_id = s.session_id
+                   WHERE s.owner = ? GROUP BY s.session_id HAVING count(*) >= 5 AND sum(e.seq <= 3) = 4
                    ORDER BY s.session_id LIMIT 1""", (owner,)).fetchone()
             result = await session.call_tool("read", {"ref": f"session:{mine}", "around": 2, "before": 2, "after": 1})
             check(not result.is_error, f"read answers: {text_of(result)[:300]}")
             window = result.structured_content
             want = [list(r) for r in db.execute(
-                "SELECT seq, type, surface FROM events_raw WHERE session_id = ? AND seq BETWEEN 0 AND 3 ORDER BY seq",
+                "SELECT seq, type, surface FROM events WHERE session_id = ? AND seq BETWEEN 0 AND 3 ORDER BY seq",
                 (mine,))]
             got = [[e["seq"], e["type"], e["surface"]] for e in window["events"]]
             check(got == want and window["startSeq"] == 0 and window["endSeq"] == 3
                   and window["target"]["seq"] == 2,
                   f"the window around seq 2 holds SQLite's records 0-3 of {mine}")
             check(all(e["payload"] is None for e in window["events"]), "a reader's window has no raw payloads")
-            result = await session.call_tool("read", {"ref": mine, "around": count})
+            (last,) = db.execute("SELECT max(seq) FROM events_raw WHERE session_id = ?", (mine,)).fetchone()
+            result = await session.call_tool("read", {"ref": mine, "around": last + 1})
             check(result.is_error and result.structured_content["code"] == "event_not_found",
                   "a seq past the end is event_not_found")
             result = await session.call_tool("read", {"ref": mine, "around": 1, "before": 201})
@@ -216,6 +217,9 @@ async def open_server(args, db):
             want = [r[0] for r in db.execute(
                 "SELECT position FROM messages WHERE session_id = ? AND NOT hidden ORDER BY position", (mine,))]
             check(positions == want, f"the transcript of {mine} pages its {len(want)} messages in order")
+            result = await session.call_tool("read", {"ref": mine, "limit": 2, "before": 1})
+            check(result.is_error and result.structured_content["code"] == "bad_request",
+                  "a transcript's and a window's arguments together are bad_request")
             result = await session.call_tool("lineage", {"ref": mine})
             check(not result.is_error and result.structured_content["target"]["header"]["session_id"] == mine,
                   "lineage of the reader's own session answers")

@@ -3,10 +3,12 @@
 //!
 //! Every read decides first which sessions the caller's scope sees, then resolves the ref
 //! among those only: a session that does not exist and one the scope does not see give the same
-//! `session_not_found`, by the same code path (no prefix match, count or id of an unseen session
-//! is ever used). Each answer is one observation: everything it holds is read in one SQLite
-//! read transaction, at one archive generation, which it reports. A reader scope gets no raw
-//! record payloads and its titles are masked; every read is audited.
+//! `session_not_found`, by the same code path (no prefix match or count of an unseen session is
+//! used; the only ids of unseen sessions an answer holds are links the reader's own rows hold,
+//! a parent's or a subagent's id). Each answer's rows are read in one SQLite read transaction,
+//! at one archive generation, which it reports (the scope's sessions are decided just before).
+//! A reader scope gets no raw record payloads, reads the `events` view's records only, and its
+//! texts are masked; every read is audited.
 
 pub mod refs;
 pub mod transcript;
@@ -328,28 +330,54 @@ impl Reader {
                     other.kind.name()
                 )));
             }
-            None => reference.to_string(),
+            None => reference.trim().to_string(),
         };
         let not_found = || Error::SessionNotFound(text.clone());
         if text.is_empty() {
             return Err(not_found());
         }
-        let exact: Vec<String> = strings(
-            conn,
-            "SELECT session_id FROM sessions WHERE session_id = ?1 OR native_id = ?1",
-            &text,
-        )
-        .map_err(|e| self.failed(e))?;
-        if let Some(id) = exact.into_iter().find(|id| self.sees(id)) {
-            return Ok(id);
+        let ambiguous = |n: usize, how: &str| {
+            Error::BadRequest(format!(
+                "`{text}` is {how} {n} sessions: give more of the id"
+            ))
+        };
+        // The id itself, else a native id (two origins may share one).
+        let mut exact: Vec<(String, String)> = conn
+            .prepare_cached(
+                "SELECT session_id, native_id FROM sessions WHERE session_id = ?1 OR native_id = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_map([&text], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect()
+            })
+            .map_err(|e| self.failed(e))?;
+        exact.retain(|(id, _)| self.sees(id));
+        if let Some((id, _)) = exact.iter().find(|(id, _)| *id == text) {
+            return Ok(id.clone());
         }
-        let like: Vec<String> = strings(
-            conn,
-            "SELECT session_id FROM sessions WHERE session_id LIKE ?1 ESCAPE '\\' OR native_id LIKE ?1 ESCAPE '\\'",
-            &escape_like(&text),
-        )
-        .map_err(|e| self.failed(e))?;
-        let mut seen: Vec<String> = like.into_iter().filter(|id| self.sees(id)).collect();
+        match exact.as_slice() {
+            [(id, _)] => return Ok(id.clone()),
+            [] => {}
+            more => return Err(ambiguous(more.len(), "the native id of")),
+        }
+        // A prefix (LIKE ignores ASCII case; the prefix must match as written).
+        let like: Vec<(String, String)> = conn
+            .prepare_cached(
+                "SELECT session_id, coalesce(native_id, '') FROM sessions \
+                 WHERE session_id LIKE ?1 ESCAPE '\\' OR native_id LIKE ?1 ESCAPE '\\'",
+            )
+            .and_then(|mut s| {
+                s.query_map([escape_like(&text)], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect()
+            })
+            .map_err(|e| self.failed(e))?;
+        let mut seen: Vec<String> = like
+            .into_iter()
+            .filter(|(id, native)| {
+                (id.starts_with(&text) || native.starts_with(&text)) && self.sees(id)
+            })
+            .map(|(id, _)| id)
+            .collect();
         // A session and its subagents share the start of their ids: the one whose id starts
         // every other's is the one meant.
         seen.sort();
@@ -360,10 +388,7 @@ impl Reader {
         match seen.as_slice() {
             [one] => Ok(one.clone()),
             [] => Err(not_found()),
-            more => Err(Error::BadRequest(format!(
-                "`{text}` is the start of {} sessions: give more of the id",
-                more.len()
-            ))),
+            more => Err(ambiguous(more.len(), "the start of")),
         }
     }
 
@@ -416,19 +441,21 @@ impl Reader {
         let id = self.session_id(conn, &request.session)?;
         let session = self
             .header(conn, &id)?
-            .ok_or_else(|| Error::SessionNotFound(request.session.clone()))?;
+            .ok_or_else(|| Error::SessionNotFound(id.clone()))?;
         let (start, end) = (
             request.seq.saturating_sub(request.before),
             request.seq.saturating_add(request.after),
         );
-        let payload = if self.visible.is_none() {
-            "payload"
+        // A reader reads what its catalog holds: the `events` view (records of committed
+        // turns), without payloads; the admin every record, whole.
+        let (table, payload) = if self.visible.is_none() {
+            ("events_raw", "payload")
         } else {
-            "NULL"
+            ("events", "NULL")
         };
         let mut stmt = conn
             .prepare_cached(&format!(
-                "SELECT seq, type, time, surface, turn_id, {payload} FROM events_raw \
+                "SELECT seq, type, time, surface, turn_id, {payload} FROM {table} \
                  WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq"
             ))
             .map_err(|e| self.failed(e))?;
@@ -468,7 +495,7 @@ impl Reader {
         let id = self.session_id(conn, reference)?;
         let target = self
             .record(conn, &id)?
-            .ok_or_else(|| Error::SessionNotFound(reference.to_string()))?;
+            .ok_or_else(|| Error::SessionNotFound(id.clone()))?;
         // Parents outward, until one is missing (or unseen) or there is none; a cycle in the
         // source's links ends the walk where it would repeat.
         let mut ancestors: Vec<SessionRecord> = Vec::new();
@@ -477,7 +504,9 @@ impl Reader {
         let mut parent = target.header.parent_session_id.clone();
         while let Some(p) = parent.take() {
             if !walked.insert(p.clone()) {
-                break;
+                return Err(Error::InvalidLineage(format!(
+                    "the parent links of `{id}` form a cycle through `{p}`"
+                )));
             }
             match self.record(conn, &p)? {
                 Some(record) => {

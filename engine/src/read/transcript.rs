@@ -3,7 +3,9 @@
 //! delegated to it, and compactions marked where they happened. Pages of messages follow a
 //! keyset cursor bound to the session (`next_cursor`).
 
-use rusqlite::{Connection, params};
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Reader, SessionHeader};
@@ -15,6 +17,8 @@ pub const DEFAULT_PAGE: usize = 200;
 pub const MAX_PAGE: usize = 2000;
 /// How deep subagents nest (a subagent's subagent's ...).
 const MAX_DEPTH: usize = 4;
+/// The most messages of nested subagent transcripts one page holds.
+pub const NESTED_BUDGET: usize = 20_000;
 
 /// A transcript request.
 #[derive(Debug, Clone, Default)]
@@ -98,6 +102,9 @@ pub struct Subagent {
     pub instruction: Option<String>,
     /// The subagent's transcript, whole.
     pub transcript: Option<Transcript>,
+    /// Why `transcript` is absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted: Option<Omitted>,
 }
 
 /// A compaction of the context.
@@ -158,20 +165,24 @@ impl Reader {
                 cursor.after
             }
         };
-        let mut page = self.session_transcript(conn, &id, after, Some(size), 0)?;
-        page.generation = self.generation(conn)?;
-        Ok(page)
+        let mut nesting = Nesting {
+            chain: Vec::new(),
+            shown: HashSet::new(),
+            budget: NESTED_BUDGET,
+            generation: self.generation(conn)?,
+        };
+        self.session_transcript(conn, &id, after, Some(size), &mut nesting)
     }
 
     /// Session `id`'s messages after position `after` (`limit` of them, or all), subagents
-    /// nested to [`MAX_DEPTH`].
+    /// nested as [`Nesting`] allows.
     fn session_transcript(
         &self,
         conn: &Connection,
         id: &str,
         after: i64,
         limit: Option<usize>,
-        depth: usize,
+        nesting: &mut Nesting,
     ) -> Result<Transcript, Error> {
         let failed = |e| self.failed(e);
         let session = self
@@ -214,63 +225,94 @@ impl Reader {
         if let Some(l) = limit {
             messages.truncate(l);
         }
-        let mut blocks = conn
-            .prepare_cached(
-                "SELECT b.position, b.type, b.text, b.tool_name, b.tool_command, b.tool_path, \
-                 b.is_error, b.exit_code, d.delegation_id, d.child_session_id, d.instruction \
-                 FROM blocks b LEFT JOIN delegations d ON b.type = 'tool_use' \
-                 AND d.parent_session_id = b.session_id AND d.delegation_id = b.session_id || '/' || b.tool_id \
-                 WHERE b.session_id = ?1 AND b.message_id = ?2 ORDER BY b.position",
-            )
-            .map_err(failed)?;
-        for message in &mut messages {
-            let rows: Vec<(TranscriptBlock, Option<Delegated>)> = blocks
-                .query_map(params![id, message.message_id], |r| {
-                    let delegation: Option<String> = r.get(8)?;
+        // The session's blocks in one read, each delegating call with its one delegation (a
+        // resolved one first, should the source record the call twice).
+        let mut blocks: HashMap<String, Vec<(TranscriptBlock, Option<Delegated>)>> = HashMap::new();
+        if !messages.is_empty() {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT b.message_id, b.position, b.type, b.text, b.tool_name, b.tool_command, \
+                     b.tool_path, b.is_error, b.exit_code, d.delegation_id, d.child_session_id, \
+                     d.instruction FROM blocks b LEFT JOIN delegations d ON d.rowid = ( \
+                       SELECT rowid FROM delegations WHERE b.type = 'tool_use' \
+                       AND parent_session_id = b.session_id \
+                       AND delegation_id = b.session_id || '/' || b.tool_id \
+                       ORDER BY mapping_state = 'resolved' DESC, rowid LIMIT 1) \
+                     WHERE b.session_id = ?1 ORDER BY b.message_id, b.position",
+                )
+                .map_err(failed)?;
+            let wanted: HashSet<&str> = messages.iter().map(|m| m.message_id.as_str()).collect();
+            let mut rows = stmt.query([id]).map_err(failed)?;
+            while let Some(r) = rows.next().map_err(failed)? {
+                let message: String = r.get(0).map_err(failed)?;
+                if !wanted.contains(message.as_str()) {
+                    continue;
+                }
+                let block = (|| -> rusqlite::Result<(TranscriptBlock, Option<Delegated>)> {
+                    let delegation: Option<String> = r.get(9)?;
                     Ok((
                         TranscriptBlock {
-                            position: r.get(0)?,
-                            kind: r.get(1)?,
-                            text: r.get(2)?,
-                            tool_name: r.get(3)?,
-                            tool_command: r.get(4)?,
-                            tool_path: r.get(5)?,
-                            is_error: r.get(6)?,
-                            exit_code: r.get(7)?,
+                            position: r.get(1)?,
+                            kind: r.get(2)?,
+                            text: r.get(3)?,
+                            tool_name: r.get(4)?,
+                            tool_command: r.get(5)?,
+                            tool_path: r.get(6)?,
+                            is_error: r.get(7)?,
+                            exit_code: r.get(8)?,
                             subagent: None,
                         },
                         match delegation {
-                            Some(d) => Some((d, r.get(9)?, r.get(10)?)),
+                            Some(d) => Some((d, r.get(10)?, r.get(11)?)),
                             None => None,
                         },
                     ))
-                })
-                .and_then(Iterator::collect)
+                })()
                 .map_err(failed)?;
-            for (mut block, delegation) in rows {
+                blocks.entry(message).or_default().push(block);
+            }
+        }
+        nesting.chain.push(id.to_string());
+        for message in &mut messages {
+            for (mut block, delegation) in blocks.remove(&message.message_id).unwrap_or_default() {
                 block.text = mask(block.text);
                 block.tool_command = block.tool_command.map(mask);
                 if let Some((delegation_id, child, instruction)) = delegation {
-                    let transcript = match &child {
-                        Some(child) if depth < MAX_DEPTH && self.sees(child) => {
-                            match self.session_transcript(conn, child, -1, None, depth + 1) {
-                                Ok(t) => Some(t),
-                                Err(Error::SessionNotFound(_)) => None,
-                                Err(e) => return Err(e),
-                            }
-                        }
-                        _ => None,
+                    let (transcript, omitted) = match &child {
+                        Some(child) if self.sees(child) => self.nested(conn, child, nesting)?,
+                        Some(_) => (None, Some(Omitted::NotInArchive)),
+                        None => (None, Some(Omitted::NotNamed)),
                     };
                     block.subagent = Some(Box::new(Subagent {
                         delegation_id,
                         child_session_id: child,
                         instruction: instruction.map(mask),
                         transcript,
+                        omitted,
                     }));
                 }
                 message.blocks.push(block);
             }
         }
+        nesting.chain.pop();
+        // The compactions that happened within the page: after the previous page's last
+        // message, up to this page's last (the last page takes the rest).
+        let since = match after {
+            -1 => None,
+            _ => conn
+                .prepare_cached(
+                    "SELECT occurred_at_ms FROM messages WHERE session_id = ?1 AND position = ?2",
+                )
+                .and_then(|mut s| s.query_row(params![id, after], |r| r.get::<_, Option<i64>>(0)))
+                .optional()
+                .map_err(failed)?
+                .flatten(),
+        };
+        let until = if more {
+            messages.last().and_then(|m| m.time)
+        } else {
+            None
+        };
         let compactions = conn
             .prepare_cached(
                 "SELECT occurred_at_ms, text FROM context_snapshots \
@@ -287,6 +329,10 @@ impl Reader {
             })
             .map_err(failed)?
             .into_iter()
+            .filter(|c| {
+                since.is_none_or(|s| c.time.is_some_and(|t| t > s))
+                    && until.is_none_or(|u| c.time.is_none_or(|t| t <= u))
+            })
             .map(|c| Compaction {
                 summary: mask(c.summary),
                 ..c
@@ -305,9 +351,68 @@ impl Reader {
             messages,
             compactions,
             next_cursor,
-            generation: 0,
+            generation: nesting.generation,
         })
     }
+
+    /// A subagent's whole transcript, or why it is left out.
+    fn nested(
+        &self,
+        conn: &Connection,
+        child: &str,
+        nesting: &mut Nesting,
+    ) -> Result<(Option<Transcript>, Option<Omitted>), Error> {
+        if nesting.chain.iter().any(|s| s == child) {
+            return Ok((None, Some(Omitted::Cycle)));
+        }
+        if nesting.chain.len() > MAX_DEPTH {
+            return Ok((None, Some(Omitted::Depth)));
+        }
+        if !nesting.shown.insert(child.to_string()) {
+            return Ok((None, Some(Omitted::ShownAbove)));
+        }
+        let messages: i64 = conn
+            .prepare_cached("SELECT count(*) FROM messages WHERE session_id = ?1")
+            .and_then(|mut s| s.query_row([child], |r| r.get(0)))
+            .map_err(|e| self.failed(e))?;
+        if messages as usize > nesting.budget {
+            return Ok((None, Some(Omitted::PageBudget)));
+        }
+        nesting.budget -= messages as usize;
+        match self.session_transcript(conn, child, -1, None, nesting) {
+            Ok(t) => Ok((Some(t), None)),
+            Err(Error::SessionNotFound(_)) => Ok((None, Some(Omitted::NotInArchive))),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What a page's nesting of subagents has used: the sessions being rendered (a subagent that
+/// is one of them would repeat forever), those nested already (a resumed subagent is nested at
+/// its first call only), and the nested messages a page may still hold.
+struct Nesting {
+    chain: Vec<String>,
+    shown: HashSet<String>,
+    budget: usize,
+    generation: i64,
+}
+
+/// Why a subagent's transcript is not nested at its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Omitted {
+    /// The source does not name the subagent's session.
+    NotNamed,
+    /// The archive does not hold it, or the scope does not see it.
+    NotInArchive,
+    /// It is nested at an earlier call on this page (a resumed subagent).
+    ShownAbove,
+    /// It is one of the sessions it would be nested in.
+    Cycle,
+    /// Nested deeper than [`MAX_DEPTH`].
+    Depth,
+    /// The page holds [`NESTED_BUDGET`] nested messages already: read it on its own.
+    PageBudget,
 }
 
 /// A transcript as text for a terminal (`markdown`: as Markdown): each message under its role
@@ -396,7 +501,17 @@ fn write_messages(out: &mut String, t: &Transcript, depth: usize, markdown: bool
                             .child_session_id
                             .as_deref()
                             .unwrap_or("(not in the archive)");
-                        line(out, &format!("  ↳ subagent {who}"));
+                        let why = match sub.omitted {
+                            Some(Omitted::ShownAbove) => " (nested above)",
+                            Some(Omitted::NotInArchive | Omitted::NotNamed) => {
+                                " (not in the archive)"
+                            }
+                            Some(Omitted::Cycle) => " (a cycle: not nested again)",
+                            Some(Omitted::Depth) => " (too deep: read it on its own)",
+                            Some(Omitted::PageBudget) => " (the page is full: read it on its own)",
+                            None => "",
+                        };
+                        line(out, &format!("  ↳ subagent {who}{why}"));
                         if let Some(child) = &sub.transcript {
                             write_messages(out, child, depth + 1, markdown, thinking);
                         }
