@@ -429,6 +429,11 @@ pub struct ReadArgs {
     /// Show thinking in the transcript (collapsed to its length otherwise).
     #[arg(long, conflicts_with_all = ["around", "lineage"])]
     pub thinking: bool,
+    /// What the ref names, bounded (any kind: `message:`, `block:`, `action:`, `assertion:`,
+    /// `delegation:`, `run:`, `observed-event:`, `context-snapshot:`, `session:`); a ref of a
+    /// kind other than `session:` is resolved without this flag too.
+    #[arg(long, conflicts_with_all = ["around", "lineage", "page_size", "cursor", "markdown", "thinking"])]
+    pub resolve: bool,
 }
 
 /// `quarry explain`'s arguments.

@@ -13,7 +13,11 @@ use crate::{Failure, options};
 /// `quarry read REF [--around SEQ | --lineage]`.
 pub fn run_read(cli: &Cli, args: ReadArgs) -> Result<(), Failure> {
     let json = cli.format() == Format::Json;
+    let other_kind = quarry::read::Ref::parse(&args.reference)
+        .is_some_and(|r| r.kind != quarry::read::RefKind::Session);
+    let resolve = args.resolve || (other_kind && args.around.is_none() && !args.lineage);
     let request = match (args.around, args.lineage) {
+        _ if resolve => ReadRequest::Resolve(args.reference),
         (Some(seq), _) => ReadRequest::Window(WindowRequest {
             session: args.reference,
             seq,

@@ -309,6 +309,15 @@ fn the_cli_reads_windows_and_lineage_and_exits_with_each_errors_class() {
         "--markdown",
     ]);
     assert_eq!(out.status.code(), Some(2));
+    // A ref of another kind is resolved.
+    let message = format!("message:{ORPHAN_ID}/m0");
+    let out = run(&["--archive", archive, "--format", "json", "read", &message]);
+    assert!(out.status.success());
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (r["resolved"].clone(), r["session_id"].clone()),
+        (true.into(), ORPHAN_ID.into())
+    );
 }
 
 #[test]
@@ -378,6 +387,30 @@ fn http_reads_in_the_tokens_scope_with_each_errors_status() {
     assert_eq!(
         lineage.json()["target"]["header"]["session_id"],
         alices.as_str()
+    );
+    // The resolver: her session, and bob's as an absent one.
+    let resolve = |token: &str, r: &str| {
+        request(
+            "GET",
+            &format!("{}/api/refs/resolve?ref={}", server.base, encode(r)),
+            Some(token),
+            None,
+            None,
+        )
+        .json()
+    };
+    assert_eq!(
+        resolve(&f.alice, &format!("session:{alices}"))["resolved"],
+        true
+    );
+    let theirs = resolve(&f.alice, &format!("session:{bobs}"));
+    assert_eq!(
+        (theirs["resolved"].clone(), theirs["reason"].clone()),
+        (false.into(), "not_found".into())
+    );
+    assert_eq!(
+        resolve(&f.admin, &format!("session:{bobs}"))["resolved"],
+        true
     );
     // Her transcript, a page at a time.
     let page = get(&f.alice, &format!("ref={}&limit=2", encode(&alices))).json();
@@ -631,4 +664,126 @@ fn a_readers_transcript_and_window_show_no_credential() {
     let w = window(&alice, session, 1, 5, 5).unwrap();
     let json = serde_json::to_string(&w).unwrap();
     assert!(!json.contains(&api_key) && !json.contains(&bearer));
+}
+
+fn resolve(q: &Quarry, reference: &str) -> quarry::read::Resolution {
+    match runtime()
+        .block_on(q.read(&quarry::read::ReadRequest::Resolve(reference.into())))
+        .unwrap()
+    {
+        quarry::read::ReadAnswer::Resolution(r) => r,
+        _ => panic!("not a resolution"),
+    }
+}
+
+#[test]
+fn every_kind_of_ref_resolves_to_its_row_and_a_delegation_to_its_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((corpus, archive, q)) = corpus_archive(dir.path()) else {
+        return;
+    };
+    let conn = rusqlite::Connection::open(&archive).unwrap();
+    let one = |sql: &str| -> String { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    for (kind, table, column) in [
+        ("message", "messages", "message_id"),
+        ("block", "blocks", "block_id"),
+        ("action", "actions", "action_id"),
+        ("delegation", "delegations", "delegation_id"),
+        ("run", "runs", "run_id"),
+        ("observed-event", "observed_events", "event_id"),
+        ("context-snapshot", "context_snapshots", "snapshot_id"),
+    ] {
+        let id = one(&format!(
+            "SELECT {column} FROM {table} ORDER BY {column} LIMIT 1"
+        ));
+        let r = resolve(&q, &format!("{kind}:{id}"));
+        assert!(r.resolved, "{kind}:{id}: {r:?}");
+        assert_eq!(r.kind, Some(kind));
+        assert_eq!(r.object.as_ref().unwrap()[column], id.as_str());
+        let missing = resolve(&q, &format!("{kind}:{id}-absent"));
+        assert_eq!(
+            (missing.resolved, missing.reason),
+            (false, Some("not_found"))
+        );
+    }
+    // A message: SQLite's row, its long text cut with a caveat.
+    let (message, text): (String, String) = conn
+        .query_row(
+            "SELECT message_id, text FROM messages WHERE length(text) > 4000 LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let r = resolve(&q, &format!("message:{message}"));
+    let got = r.object.as_ref().unwrap()["text"].as_str().unwrap();
+    assert_eq!(got, text.chars().take(4000).collect::<String>());
+    assert!(
+        r.caveats.iter().any(|c| c.contains("`text` cut at 4000")),
+        "{r:?}"
+    );
+    // A delegation's card: the whole instruction (the subagent file's first prompt), the
+    // parent's tool result and the child's last reply, bounded.
+    let child = format!("{PARENT_ID}/agent-a93ccab");
+    let delegation = one(&format!(
+        "SELECT delegation_id FROM delegations WHERE child_session_id = '{child}'"
+    ));
+    let r = resolve(&q, &format!("delegation:{delegation}"));
+    let card = r.evidence.unwrap();
+    let file = corpus.join(PARENT).join("subagents/agent-a93ccab.jsonl");
+    let prompt = records(&file)[0].1["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(card.instruction.as_deref(), Some(prompt.as_str()));
+    let result = one(&format!(
+        "SELECT b.text FROM blocks b WHERE b.session_id = '{PARENT_ID}' AND b.type = 'tool_result' \
+         AND '{PARENT_ID}/' || b.tool_id = '{delegation}'"
+    ));
+    let dispatch = card.dispatch_result.unwrap();
+    assert_eq!(dispatch.text, result.chars().take(2000).collect::<String>());
+    assert_eq!(dispatch.truncated, result.chars().count() > 2000);
+    let reply = one(&format!(
+        "SELECT text FROM messages WHERE session_id = '{child}' AND role = 'assistant' \
+         AND text <> '' ORDER BY position DESC LIMIT 1"
+    ));
+    assert_eq!(card.child_excerpt.unwrap().chars, reply.chars().count());
+    // A session ref, a bare id, and text that names nothing.
+    assert!(resolve(&q, &format!("session:{PARENT_ID}")).resolved);
+    let bare = resolve(&q, "fa812bfe");
+    assert_eq!(bare.session_id.as_deref(), Some(PARENT_ID));
+    let nothing = resolve(&q, "no such thing");
+    assert_eq!(
+        (nothing.resolved, nothing.reason),
+        (false, Some("not_found"))
+    );
+}
+
+#[test]
+fn a_reader_resolves_another_scopes_objects_as_missing_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(archive) = two_owner_archive(dir.path()) else {
+        return;
+    };
+    let conn = rusqlite::Connection::open(&archive).unwrap();
+    let message = |owner: &str| -> String {
+        conn.query_row(
+            "SELECT m.message_id FROM messages m JOIN sessions s ON s.session_id = m.session_id \
+             WHERE s.owner = ?1 AND NOT m.hidden ORDER BY m.message_id LIMIT 1",
+            [owner],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let alice = open_as(&archive, "alice");
+    let mine = resolve(&alice, &format!("message:{}", message("alice")));
+    assert!(mine.resolved);
+    let bobs = format!("message:{}", message("bob"));
+    let theirs = serde_json::to_value(resolve(&alice, &bobs)).unwrap();
+    let absent = serde_json::to_value(resolve(&alice, "message:absent/m0")).unwrap();
+    let without_ref = |mut v: serde_json::Value| {
+        v.as_object_mut().unwrap().remove("ref");
+        v
+    };
+    assert_eq!(without_ref(theirs), without_ref(absent));
+    assert!(resolve(&open_as(&archive, "admin"), &bobs).resolved);
 }

@@ -91,6 +91,14 @@ pub struct ReadArgs {
     pub after: Option<i64>,
 }
 
+/// `resolve_ref`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ResolveArgs {
+    /// A ref as answers cite them: `session:ID`, `message:ID`, `block:ID`, `action:ID`,
+    /// `assertion:ID`, `delegation:ID`, `run:ID`, `observed-event:ID`, `context-snapshot:ID`.
+    pub r#ref: String,
+}
+
 /// `lineage`'s arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct LineageArgs {
@@ -216,6 +224,7 @@ impl McpServer {
                 "facets",
                 "read",
                 "lineage",
+                "resolve_ref",
                 "sql_query",
                 "explain",
                 "list_tables",
@@ -347,6 +356,20 @@ impl McpServer {
         Parameters(args): Parameters<LineageArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let request = quarry::read::ReadRequest::Lineage(args.r#ref);
+        Ok(self.read_answer(&request).await)
+    }
+
+    /// What a ref names, as this scope sees it: the object's fields (long texts cut, with a
+    /// caveat), its session, and for a delegation an evidence card (the whole instruction, a
+    /// bounded excerpt of the result the parent got and of the child's last reply). A ref
+    /// that names nothing this scope sees answers `resolved: false`; it is never widened into
+    /// a search.
+    #[tool(annotations(read_only_hint = true))]
+    async fn resolve_ref(
+        &self,
+        Parameters(args): Parameters<ResolveArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = quarry::read::ReadRequest::Resolve(args.r#ref);
         Ok(self.read_answer(&request).await)
     }
 

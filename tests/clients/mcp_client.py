@@ -20,8 +20,8 @@ import sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-OPEN_TOOLS = {"query_units", "search", "facets", "read", "lineage", "sql_query", "explain", "list_tables",
-              "query_completions"}
+OPEN_TOOLS = {"query_units", "search", "facets", "read", "lineage", "resolve_ref", "sql_query", "explain",
+              "list_tables", "query_completions"}
 PINNED_TOOLS = {"conversation_recent_turns", "conversation_list_tool_calls", "query_completions"}
 
 
@@ -220,6 +220,18 @@ async def open_server(args, db):
             result = await session.call_tool("read", {"ref": mine, "limit": 2, "before": 1})
             check(result.is_error and result.structured_content["code"] == "bad_request",
                   "a transcript's and a window's arguments together are bad_request")
+            (message, text) = db.execute(
+                "SELECT message_id, text FROM messages WHERE session_id = ? AND NOT hidden ORDER BY position LIMIT 1",
+                (mine,)).fetchone()
+            result = await session.call_tool("resolve_ref", {"ref": f"message:{message}"})
+            got = result.structured_content
+            check(not result.is_error and got["resolved"] and got["session_id"] == mine
+                  and got["object"]["message_id"] == message and got["object"]["text"] == text[:4000],
+                  f"message:{message} resolves to SQLite's row")
+            result = await session.call_tool("resolve_ref", {"ref": "message:no-such/m0"})
+            check(not result.is_error and result.structured_content["resolved"] is False
+                  and result.structured_content["reason"] == "not_found",
+                  "a missing message resolves to the bounded unresolved payload")
             result = await session.call_tool("lineage", {"ref": mine})
             check(not result.is_error and result.structured_content["target"]["header"]["session_id"] == mine,
                   "lineage of the reader's own session answers")

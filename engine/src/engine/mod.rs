@@ -709,6 +709,34 @@ impl Session {
         Ok(rows)
     }
 
+    /// The rows of one SQL statement of quarry's own (never a caller's text) in the session's
+    /// scope, with no caps and not audited (a part of a request that is): its column names and
+    /// each row as JSON values.
+    pub(crate) async fn sql_rows(
+        &self,
+        sql: &str,
+    ) -> Result<(Vec<String>, Vec<Vec<serde_json::Value>>), Error> {
+        let frame = self.ctx.sql(sql).await.map_err(engine_error)?;
+        let columns = frame
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let batches = frame.collect().await.map_err(engine_error)?;
+        let rows = match crate::output::rows_json(&batches)? {
+            serde_json::Value::Array(rows) => rows
+                .into_iter()
+                .map(|r| match r {
+                    serde_json::Value::Array(values) => values,
+                    other => vec![other],
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Ok((columns, rows))
+    }
+
     /// Every batch of `plan`, run in the session's context with no caps (a part of a request
     /// the caller audits).
     pub(crate) async fn collect_plan(

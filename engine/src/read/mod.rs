@@ -11,6 +11,7 @@
 //! texts are masked; every read is audited.
 
 pub mod refs;
+pub mod resolve;
 pub mod transcript;
 
 use std::collections::HashSet;
@@ -24,6 +25,7 @@ use crate::engine::{Session, blocking};
 use crate::error::Error;
 use crate::scope::Scope;
 pub use refs::{Ref, RefKind};
+pub use resolve::Resolution;
 pub use transcript::{Transcript, TranscriptRequest};
 
 /// The most neighbouring events a window takes on either side.
@@ -156,6 +158,8 @@ pub enum ReadRequest {
     Window(WindowRequest),
     /// The lineage of the session a ref names.
     Lineage(String),
+    /// What a ref of any kind names, bounded.
+    Resolve(String),
 }
 
 impl ReadRequest {
@@ -164,7 +168,7 @@ impl ReadRequest {
         match self {
             ReadRequest::Transcript(t) => &t.session,
             ReadRequest::Window(w) => &w.session,
-            ReadRequest::Lineage(r) => r,
+            ReadRequest::Lineage(r) | ReadRequest::Resolve(r) => r,
         }
     }
 }
@@ -179,6 +183,8 @@ pub enum ReadAnswer {
     Window(EventWindow),
     /// A `SessionLineageTrace`.
     Lineage(LineageTrace),
+    /// A ref's resolution.
+    Resolution(Resolution),
 }
 
 impl ReadAnswer {
@@ -188,6 +194,7 @@ impl ReadAnswer {
             ReadAnswer::Transcript(t) => transcript::render(t, false, false),
             ReadAnswer::Window(w) => render_window(w),
             ReadAnswer::Lineage(t) => render_lineage(t),
+            ReadAnswer::Resolution(r) => resolve::render(r),
         }
     }
 }
@@ -198,6 +205,17 @@ pub async fn read(session: &Session, request: &ReadRequest) -> Result<ReadAnswer
         ReadRequest::Transcript(t) => transcript(session, t).await.map(ReadAnswer::Transcript),
         ReadRequest::Window(w) => window(session, w).await.map(ReadAnswer::Window),
         ReadRequest::Lineage(r) => lineage(session, r).await.map(ReadAnswer::Lineage),
+        ReadRequest::Resolve(r) => {
+            let text = format!("resolve {r}");
+            audited(
+                session,
+                &text,
+                |r: &Resolution| usize::from(r.resolved),
+                resolve::resolve(session, r),
+            )
+            .await
+            .map(ReadAnswer::Resolution)
+        }
     }
 }
 
@@ -290,6 +308,18 @@ impl Reader {
             archive: session.engine().path().to_path_buf(),
             visible,
         })
+    }
+
+    /// The header of the session `reference` names, in its own read transaction.
+    async fn header_of(self, reference: &str) -> Result<SessionHeader, Error> {
+        let reference = reference.to_string();
+        blocking(move || {
+            self.read(|conn, reader| {
+                let id = reader.session_id(conn, &reference)?;
+                reader.header(conn, &id)?.ok_or(Error::SessionNotFound(id))
+            })
+        })
+        .await
     }
 
     fn sees(&self, id: &str) -> bool {

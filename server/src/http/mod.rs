@@ -190,6 +190,7 @@ fn router(app: Arc<App>, max_body: usize) -> Router {
         .route("/api/search", get(search_get).post(search_post))
         .route("/api/facets", get(facets_get))
         .route("/api/read", get(read_get))
+        .route("/api/refs/resolve", get(resolve_get))
         .route("/api/explain", get(explain))
         .route("/api/tables", get(tables))
         .route_layer(axum::middleware::from_fn_with_state(
@@ -323,7 +324,17 @@ impl App {
             Ok(r) => r,
             Err(e) => return self.refuse(asker, "GET /api/read", e),
         };
-        match self.service.read(asker, &request, timeout).await {
+        self.answer_read(asker, &request, timeout).await
+    }
+
+    /// Answers any read (JSON, the spec's shape of its kind).
+    async fn answer_read(
+        &self,
+        asker: &Asker,
+        request: &quarry::read::ReadRequest,
+        timeout: Option<Duration>,
+    ) -> Response {
+        match self.service.read(asker, request, timeout).await {
             Ok(answer) => match serde_json::to_string(&answer) {
                 Ok(body) => json_response(body),
                 Err(e) => error_response(&Error::Internal(e.to_string()), None),
@@ -560,7 +571,7 @@ async fn not_found(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
 ) -> Response {
     let e = Error::NotFound(
-        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/facets, /api/read, /api/explain, /api/tables, /healthz"
+        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/facets, /api/read, /api/refs/resolve, /api/explain, /api/tables, /healthz"
             .into(),
     );
     app.service
@@ -613,6 +624,29 @@ async fn read_get(
     match params(query) {
         Ok(p) => app.read(&asker, p).await,
         Err(e) => app.refuse(&asker, "GET /api/read", e),
+    }
+}
+
+/// `/api/refs/resolve`'s parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveParams {
+    r#ref: String,
+    timeout_ms: Option<u64>,
+}
+
+async fn resolve_get(
+    State(app): State<Arc<App>>,
+    Extension(asker): Extension<Asker>,
+    query: Result<Query<ResolveParams>, QueryRejection>,
+) -> Response {
+    match params(query) {
+        Ok(p) => {
+            let request = quarry::read::ReadRequest::Resolve(p.r#ref);
+            app.answer_read(&asker, &request, p.timeout_ms.map(Duration::from_millis))
+                .await
+        }
+        Err(e) => app.refuse(&asker, "GET /api/refs/resolve", e),
     }
 }
 
