@@ -15,6 +15,7 @@
 
 mod cost;
 mod count;
+mod interrupt;
 mod memo;
 mod scope;
 pub mod source;
@@ -38,6 +39,7 @@ use datafusion::logical_expr::{LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use self::count::{CountRows, QuarryQueryPlanner};
+pub(crate) use self::interrupt::Interrupt;
 use self::view::{Catalog, Stamp, View, Watch};
 pub(crate) use self::view::{file_identity, read_only};
 use crate::answer::page::{At, PageCursor, Pager};

@@ -228,6 +228,7 @@ pub async fn transcript(
     audited(session, &text, |t: &Transcript| t.messages.len(), async {
         let reader = Reader::new(session).await?;
         let request = request.clone();
+        let _stop = reader.interrupt.on_drop();
         blocking(move || reader.read(|conn, reader| reader.transcript(conn, &request))).await
     })
     .await
@@ -249,6 +250,7 @@ pub async fn window(session: &Session, request: &WindowRequest) -> Result<EventW
         }
         let reader = Reader::new(session).await?;
         let request = request.clone();
+        let _stop = reader.interrupt.on_drop();
         blocking(move || reader.read(|conn, reader| reader.window(conn, &request))).await
     })
     .await
@@ -264,6 +266,7 @@ pub async fn lineage(session: &Session, reference: &str) -> Result<LineageTrace,
         async {
             let reader = Reader::new(session).await?;
             let reference = reference.to_string();
+            let _stop = reader.interrupt.on_drop();
             blocking(move || reader.read(|conn, reader| reader.lineage(conn, &reference))).await
         },
     )
@@ -294,6 +297,8 @@ async fn audited<T>(
 /// What one read needs of its session: the archive and which sessions the scope sees.
 struct Reader {
     archive: PathBuf,
+    /// Stops the read's SQLite work when the request goes away.
+    interrupt: crate::engine::Interrupt,
     /// The scope's sessions (`None`: every one, the admin scope).
     visible: Option<HashSet<String>>,
 }
@@ -306,6 +311,7 @@ impl Reader {
         };
         Ok(Reader {
             archive: session.engine().path().to_path_buf(),
+            interrupt: crate::engine::Interrupt::default(),
             visible,
         })
     }
@@ -313,6 +319,7 @@ impl Reader {
     /// The header of the session `reference` names, in its own read transaction.
     async fn header_of(self, reference: &str) -> Result<SessionHeader, Error> {
         let reference = reference.to_string();
+        let _stop = self.interrupt.on_drop();
         blocking(move || {
             self.read(|conn, reader| {
                 let id = reader.session_id(conn, &reference)?;
@@ -332,6 +339,7 @@ impl Reader {
         work: impl FnOnce(&Connection, &Self) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let conn = crate::engine::read_only(&self.archive).map_err(|e| self.failed(e))?;
+        self.interrupt.install(&conn);
         conn.execute_batch("BEGIN").map_err(|e| self.failed(e))?;
         let answer = work(&conn, self);
         let _ = conn.execute_batch("COMMIT");
