@@ -350,9 +350,9 @@ pub struct SearchArgs {
     /// Rank the messages of this one session instead of sessions.
     #[arg(long, value_name = "SESSION_ID")]
     pub session: Option<String>,
-    /// Hits per page (1 to 1000; default 20).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
-    pub page_size: Option<u16>,
+    /// Hits per page (1 to 1000; default 20; `invalid_limit` outside).
+    #[arg(long, value_name = "N")]
+    pub page_size: Option<usize>,
     /// Skip this many hits (best effort; --cursor is the stable way to the next page).
     #[arg(long, value_name = "N")]
     pub page_offset: Option<u64>,
@@ -414,14 +414,27 @@ pub struct ReadArgs {
         requires = "around"
     )]
     pub after: i64,
+    /// Only records on these surfaces in the window (`current`, `shadowed`, `log-only`;
+    /// comma-separated); the window's bounds stay.
+    #[arg(
+        long,
+        value_name = "SURFACES",
+        value_delimiter = ',',
+        requires = "around"
+    )]
+    pub surface: Vec<String>,
     /// The session's lineage instead: its parents outward and its descendants.
     #[arg(long, conflicts_with = "around")]
     pub lineage: bool,
+    /// The direct relationships of the record at SEQ instead: its surface, what replaced it,
+    /// what it replaced, its logged sources and what names it as theirs.
+    #[arg(long, value_name = "SEQ", allow_negative_numbers = true, conflicts_with_all = ["around", "lineage"])]
+    pub trace: Option<i64>,
     /// Messages on a page of the transcript (1 to 2000; default 200).
-    #[arg(long, value_name = "N", conflicts_with_all = ["around", "lineage"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["around", "lineage", "trace"])]
     pub page_size: Option<usize>,
     /// The previous page's `next_cursor`, passed back unchanged.
-    #[arg(long, value_name = "CURSOR", conflicts_with_all = ["around", "lineage"])]
+    #[arg(long, value_name = "CURSOR", conflicts_with_all = ["around", "lineage", "trace"])]
     pub cursor: Option<String>,
     /// The transcript as Markdown.
     #[arg(long, conflicts_with_all = ["around", "lineage"])]
@@ -432,7 +445,7 @@ pub struct ReadArgs {
     /// What the ref names, bounded (any kind: `message:`, `block:`, `action:`, `assertion:`,
     /// `delegation:`, `run:`, `observed-event:`, `context-snapshot:`, `session:`); a ref of a
     /// kind other than `session:` is resolved without this flag too.
-    #[arg(long, conflicts_with_all = ["around", "lineage", "page_size", "cursor", "markdown", "thinking"])]
+    #[arg(long, conflicts_with_all = ["around", "lineage", "trace", "page_size", "cursor", "markdown", "thinking"])]
     pub resolve: bool,
 }
 

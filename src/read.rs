@@ -1,8 +1,10 @@
-//! `quarry read REF`: a session's transcript, a window of its source records or its lineage,
-//! through the library, printed for people (text or Markdown) or as the spec's shapes with
-//! `--format json`.
+//! `quarry read REF`: a session's transcript, a window of its source records, its lineage or a
+//! record's trace; a message or block in its context; any ref's resolution. Through the library,
+//! printed for people (text or Markdown) or as the spec's shapes with `--format json`.
 
-use quarry::read::{ReadAnswer, ReadRequest, TranscriptRequest, WindowRequest};
+use quarry::read::{
+    ReadAnswer, ReadRequest, RefKind, TraceRequest, TranscriptRequest, WindowRequest,
+};
 use quarry::{Format, Quarry, block_on};
 
 use crate::flags::{Cli, ReadArgs};
@@ -10,19 +12,29 @@ use crate::query::failure;
 use crate::search::print;
 use crate::{Failure, options};
 
-/// `quarry read REF [--around SEQ | --lineage]`.
+/// `quarry read REF [--around SEQ | --lineage | --trace SEQ | --resolve]`.
 pub fn run_read(cli: &Cli, args: ReadArgs) -> Result<(), Failure> {
     let json = cli.format() == Format::Json;
-    let other_kind = quarry::read::Ref::parse(&args.reference)
-        .is_some_and(|r| r.kind != quarry::read::RefKind::Session);
-    let resolve = args.resolve || (other_kind && args.around.is_none() && !args.lineage);
+    let kind = quarry::read::Ref::parse(&args.reference).map(|r| r.kind);
+    let plain = args.around.is_none() && !args.lineage && args.trace.is_none();
     let request = match (args.around, args.lineage) {
-        _ if resolve => ReadRequest::Resolve(args.reference),
+        _ if args.resolve => ReadRequest::Resolve(args.reference),
+        _ if plain && matches!(kind, Some(RefKind::Message | RefKind::Block)) => {
+            ReadRequest::Context(args.reference)
+        }
+        _ if plain && kind.is_some_and(|k| k != RefKind::Session) => {
+            ReadRequest::Resolve(args.reference)
+        }
+        _ if args.trace.is_some() => ReadRequest::Trace(TraceRequest {
+            session: args.reference,
+            seq: args.trace.unwrap_or_default(),
+        }),
         (Some(seq), _) => ReadRequest::Window(WindowRequest {
             session: args.reference,
             seq,
             before: args.before,
             after: args.after,
+            surfaces: args.surface,
         }),
         (None, true) => ReadRequest::Lineage(args.reference),
         (None, false) => ReadRequest::Transcript(TranscriptRequest {

@@ -19,7 +19,7 @@ pub fn run_search(cli: &Cli, args: SearchArgs) -> Result<(), Failure> {
         lane: args.lane,
         filter: args.filter,
         session: args.session,
-        page_size: args.page_size.map(usize::from),
+        page_size: args.page_size,
         offset: args.page_offset,
         cursor: args.cursor,
     };

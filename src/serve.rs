@@ -170,7 +170,12 @@ pub fn run_mcp(cli: &Cli, args: McpArgs) -> Result<(), Failure> {
             let archive = quarry_archive::Archive::open_read_only(service.quarry().archive())
                 .map_err(Failure::runtime)?;
             let session_id = quarry_ingest::assertions::resolve_session(archive.conn(), reference)
-                .map_err(Failure::usage)?;
+                .map_err(|e| match e {
+                    quarry_ingest::assertions::AssertionError::UnknownSession(r) => {
+                        Failure::of(&quarry::Error::SessionNotFound(r), None)
+                    }
+                    other => Failure::usage(other),
+                })?;
             quarry_server::mcp::Mode::Pinned { session_id }
         }
         None => quarry_server::mcp::Mode::Open(mcp_scope(cli)?),

@@ -26,4 +26,5 @@ mod snapshot;
 mod sql_scope;
 mod support;
 mod synth;
+mod trace;
 mod usage_cases;

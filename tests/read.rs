@@ -59,6 +59,7 @@ fn window(
         seq,
         before,
         after,
+        surfaces: Vec::new(),
     }))
 }
 
@@ -309,15 +310,60 @@ fn the_cli_reads_windows_and_lineage_and_exits_with_each_errors_class() {
         "--markdown",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    // A ref of another kind is resolved.
-    let message = format!("message:{ORPHAN_ID}/m0");
+    // A message is shown in its context (3 messages on each side); `--resolve` resolves it,
+    // and a ref of another kind is resolved without the flag.
+    let message = format!("message:{ORPHAN_ID}/m5");
     let out = run(&["--archive", archive, "--format", "json", "read", &message]);
+    assert!(out.status.success());
+    let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["focus"], format!("{ORPHAN_ID}/m5"));
+    let positions: Vec<i64> = page["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["position"].as_i64().unwrap())
+        .collect();
+    assert_eq!(positions, (2..=8).collect::<Vec<i64>>());
+    let out = run(&["--archive", archive, "read", &message]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[m5] ")
+            && text
+                .lines()
+                .any(|l| l.starts_with("[m5]") && l.ends_with("◀")),
+        "{text}"
+    );
+    let out = run(&[
+        "--archive",
+        archive,
+        "--format",
+        "json",
+        "read",
+        &message,
+        "--resolve",
+    ]);
     assert!(out.status.success());
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (r["resolved"].clone(), r["session_id"].clone()),
         (true.into(), ORPHAN_ID.into())
     );
+    let run_ref = format!("run:{ORPHAN_ID}");
+    let out = run(&["--archive", archive, "--format", "json", "read", &run_ref]);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["kind"], "run", "{r}");
+    // A message no scope holds is not_found.
+    let out = run(&[
+        "--archive",
+        archive,
+        "--format",
+        "json",
+        "read",
+        "message:no-such/m0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "not_found", "{body}");
 }
 
 #[test]
@@ -453,7 +499,7 @@ fn http_reads_in_the_tokens_scope_with_each_errors_status() {
             &f.alice,
             format!("ref={}&limit=0", encode(&alices)),
             400,
-            "bad_request",
+            "invalid_limit",
         ),
         (
             &f.alice,

@@ -725,7 +725,7 @@ fn filters_narrow_before_ranking_and_an_empty_filtered_search_says_why() {
             ..request.clone()
         }))
         .unwrap_err();
-    assert_eq!(err.code(), "invalid_query", "{err}");
+    assert_eq!(err.code(), "invalid_filter", "{err}");
     // Its diagnostics are about the filter as written, not the query quarry built from it.
     let body = err.body(Some("colour:blue")).to_json().to_string();
     assert!(body.contains("colour"), "{body}");
@@ -756,7 +756,7 @@ fn lanes_without_embeddings_and_texts_without_words_are_typed_errors() {
                 ..Default::default()
             }))
             .unwrap_err();
-        assert_eq!(err.code(), "bad_request", "{text:?}: {err}");
+        assert_eq!(err.code(), "invalid_query", "{text:?}: {err}");
     }
     // FTS5 syntax is data: a column filter finds nothing rather than searching a column.
     let page = rt

@@ -105,7 +105,7 @@ fn one_query_has_the_same_bytes_over_http_and_from_the_command_line() {
 }
 
 /// A tiny MCP client over the server's standard input and output (newline-delimited JSON-RPC).
-struct Mcp {
+pub(crate) struct Mcp {
     child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
@@ -113,7 +113,7 @@ struct Mcp {
 }
 
 impl Mcp {
-    fn start(archive: &Path, flags: &[&str], env: &[(&str, &str)]) -> Mcp {
+    pub(crate) fn start(archive: &Path, flags: &[&str], env: &[(&str, &str)]) -> Mcp {
         let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
             .args(["--archive", &archive.display().to_string(), "--tz", "UTC"])
             .args(flags)
@@ -166,7 +166,7 @@ impl Mcp {
     }
 
     /// A tool call's result.
-    fn tool(&mut self, name: &str, arguments: Value) -> Value {
+    pub(crate) fn tool(&mut self, name: &str, arguments: Value) -> Value {
         let response = self.call("tools/call", json!({"name": name, "arguments": arguments}));
         response["result"].clone()
     }

@@ -540,6 +540,32 @@ fn an_archive_of_the_previous_version_is_rederived_without_its_sources() {
         "the owner given at the original ingest stays"
     );
     assert_sessions_sum_usage(&archive);
+    // The links of schema version 5 are added: each record names the record its `parentUuid`
+    // names (an oracle over the archived raw records themselves).
+    let records: Vec<(serde_json::Value, Option<String>)> = conn
+        .prepare("SELECT payload, source_seqs FROM events_raw ORDER BY session_id, seq")
+        .unwrap()
+        .query_map([], |r| {
+            let payload: String = r.get(0)?;
+            Ok((serde_json::from_str(&payload).unwrap(), r.get(1)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let seq_of = |uuid: &str| {
+        records
+            .iter()
+            .position(|(p, _)| p["uuid"].as_str() == Some(uuid))
+            .map(|i| i as i64)
+    };
+    let mut linked = 0;
+    for (payload, sources) in &records {
+        let want = payload["parentUuid"].as_str().and_then(seq_of);
+        let got: Option<Vec<i64>> = sources.as_deref().map(|s| serde_json::from_str(s).unwrap());
+        assert_eq!(got, want.map(|w| vec![w]), "{payload}");
+        linked += usize::from(want.is_some());
+    }
+    assert!(linked > 0);
 }
 
 #[test]

@@ -9,10 +9,39 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
-pub const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+pub const MIGRATIONS: &[&str] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+];
+
+/// Version 5: the links between a session's records that its source logs, and the session's
+/// replacement epoch. `events_raw.replaced_by` names the record that positionally replaced a
+/// shadowed one (a rewritten or rewound Gemini message, a regenerated ChatGPT branch) and
+/// `events_raw.source_seqs` the records a record names as its provenance (a Claude Code
+/// `parentUuid`, a Codex call output's `call_id`, an export node's parent); the `events` view
+/// shows both. `sessions.replacement_epoch` is the archive generation at which the session's
+/// rows were last replaced rather than grown (a read cursor from before it is stale). Existing
+/// sessions are re-derived by the next ingest (or `quarry reindex`) so their links are set.
+/// `messages.event_seq` names the record a message was read from.
+const MIGRATION_5: &str = r#"
+ALTER TABLE events_raw ADD COLUMN replaced_by INTEGER;
+ALTER TABLE events_raw ADD COLUMN source_seqs TEXT;
+ALTER TABLE sessions ADD COLUMN replacement_epoch INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN event_seq INTEGER;
+DROP VIEW events;
+CREATE VIEW events AS
+    SELECT session_id, seq, type, time, surface, turn_id, payload, replaced_by, source_seqs
+    FROM events_raw
+    WHERE turn_id IS NULL OR turn_committed = 1;
+INSERT INTO meta (key, value) SELECT 'rederive', 'pending' WHERE EXISTS (SELECT 1 FROM sessions)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+"#;
 
 /// Version 4: `messages.hidden`, set where the source marks a message as never shown to the
 /// user (reader scopes never see such messages). Existing sessions are re-derived by the next

@@ -176,6 +176,16 @@ pub enum Error {
     /// The archive's lineage links contradict themselves (a cycle of parents).
     #[error("invalid lineage: {0}")]
     InvalidLineage(String),
+    /// A page size or count out of its range.
+    #[error("invalid limit: {0}")]
+    InvalidLimit(String),
+    /// A surface that is not `current`, `shadowed` or `log-only`, or replacement links of a
+    /// session's records that contradict themselves (a cycle).
+    #[error("invalid surface: {0}")]
+    InvalidSurface(String),
+    /// A search's session filter does not parse or resolve: diagnostics with spans.
+    #[error("{0}")]
+    InvalidFilter(quarry_grammar::Diagnostics),
     /// A request body larger than the server takes.
     #[error("the request body is larger than the server's --max-body ({limit} bytes)")]
     BodyTooLarge {
@@ -374,6 +384,9 @@ impl Error {
             Error::EventNotFound { .. } => "event_not_found",
             Error::InvalidWindow(_) => "invalid_window",
             Error::InvalidLineage(_) => "invalid_lineage",
+            Error::InvalidLimit(_) => "invalid_limit",
+            Error::InvalidSurface(_) => "invalid_surface",
+            Error::InvalidFilter(_) => "invalid_filter",
             Error::BodyTooLarge { .. } => "body_too_large",
             Error::MissingArchive(_) => "missing_archive",
             Error::Archive { .. } => "archive_unreadable",
@@ -406,6 +419,9 @@ impl Error {
             | Error::Setting(_)
             | Error::BadRequest(_)
             | Error::InvalidWindow(_)
+            | Error::InvalidLimit(_)
+            | Error::InvalidSurface(_)
+            | Error::InvalidFilter(_)
             | Error::NotStreamable(_) => ErrorClass::Usage,
             Error::SqlRefused {
                 refusal: Refusal::ExplainAdminOnly,
@@ -453,7 +469,7 @@ impl Error {
     /// corrections), a SQL refusal with its kind, anything else as `{code, message}`.
     pub fn diagnostics_json(&self) -> serde_json::Value {
         match self {
-            Error::Query(diagnostics) => {
+            Error::Query(diagnostics) | Error::InvalidFilter(diagnostics) => {
                 serde_json::to_value(&diagnostics.diagnostics).unwrap_or_default()
             }
             Error::SqlRefused { refusal, message } => serde_json::json!([
@@ -480,7 +496,7 @@ impl Error {
             message: self.message(),
             diagnostics: self.diagnostics_json(),
             rendered: match (self, query) {
-                (Error::Query(diagnostics), Some(query)) => {
+                (Error::Query(diagnostics) | Error::InvalidFilter(diagnostics), Some(query)) => {
                     Some(quarry_grammar::render(query, diagnostics, false))
                 }
                 _ => None,

@@ -40,6 +40,7 @@ pub fn parse(path: &str, root: &Value, parsed: &mut ParsedFile) {
                 Surface::Current
             },
             payload: chunk.to_string(),
+            ..EventDraft::default()
         });
         if shadowed {
             continue;

@@ -70,6 +70,7 @@ fn parse_conversation(conversation: &Value, parsed: &mut ParsedFile) {
             }
         }
     }
+    let mut event_of: HashMap<&str, usize> = HashMap::new();
     for id in order {
         let Some(node) = mapping.get(id) else {
             continue;
@@ -81,6 +82,7 @@ fn parse_conversation(conversation: &Value, parsed: &mut ParsedFile) {
         let on_surface = current.contains(id.as_str());
         let time = json_time(message.get("create_time"));
         let event_index = session.events.len();
+        event_of.insert(id.as_str(), event_index);
         session.events.push(EventDraft {
             kind: "mapping_node".to_string(),
             time,
@@ -90,6 +92,7 @@ fn parse_conversation(conversation: &Value, parsed: &mut ParsedFile) {
                 Surface::Shadowed
             },
             payload: node.to_string(),
+            ..EventDraft::default()
         });
         if !on_surface {
             continue;
@@ -104,7 +107,52 @@ fn parse_conversation(conversation: &Value, parsed: &mut ParsedFile) {
             session.messages.push(m);
         }
     }
+    link_nodes(&mut session, mapping, &current, &event_of);
     parsed.sessions.push(session);
+}
+
+/// The links the tree records: a node's provenance is its nearest ancestor that is an event;
+/// a shadowed node whose parent is on the current path was positionally replaced by that
+/// parent's child on the current path (the regeneration or edit kept).
+fn link_nodes(
+    session: &mut SessionDraft,
+    mapping: &serde_json::Map<String, Value>,
+    current: &HashSet<&str>,
+    event_of: &HashMap<&str, usize>,
+) {
+    let parent_of = |id: &str| {
+        mapping
+            .get(id)
+            .and_then(|n| n.get("parent"))
+            .and_then(Value::as_str)
+    };
+    for (id, &index) in event_of {
+        let mut source = None;
+        let mut up = parent_of(id);
+        // A malformed tree may hold a cycle: never walk further than its size.
+        for _ in 0..mapping.len() {
+            let Some(p) = up else { break };
+            if let Some(&e) = event_of.get(p) {
+                source = Some(e);
+                break;
+            }
+            up = parent_of(p);
+        }
+        let replaced_by = parent_of(id)
+            .filter(|p| !current.contains(id) && current.contains(p))
+            .and_then(|p| mapping.get(p)?.get("children")?.as_array())
+            .and_then(|children| {
+                children
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .find(|c| current.contains(c))
+            })
+            .and_then(|kept| event_of.get(kept).copied());
+        if let Some(event) = session.events.get_mut(index) {
+            event.sources = source.into_iter().collect();
+            event.replaced_by = replaced_by;
+        }
+    }
 }
 
 /// Node ids on the path from `current_node` up to the root (all nodes when it is absent).

@@ -42,6 +42,7 @@ fn parse_conversation(conversation: &Value, parsed: &mut ParsedFile) {
             time,
             surface: Surface::Current,
             payload: message.to_string(),
+            ..EventDraft::default()
         });
         let role = match message.get("sender").and_then(Value::as_str) {
             Some("human") | Some("user") => Role::User,

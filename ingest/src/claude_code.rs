@@ -211,6 +211,8 @@ struct Builder {
     /// The title Claude Code generated (`ai-title`); wins over `summary`.
     ai_title: Option<String>,
     pending_compaction: Option<usize>,
+    /// Record `uuid` → its event index, for the records that name it as their parent.
+    by_uuid: HashMap<String, usize>,
 }
 
 fn read_record(
@@ -244,6 +246,17 @@ fn read_record(
     };
     let is_message = kind == "user" || kind == "assistant";
     let event_index = session.events.len();
+    // Provenance: the record's `parentUuid` (a compaction boundary names the record before it
+    // as `logicalParentUuid`), when that record is in this session.
+    let sources = ["parentUuid", "logicalParentUuid"]
+        .iter()
+        .find_map(|k| str_field(record, k))
+        .and_then(|parent| b.by_uuid.get(&parent).copied())
+        .into_iter()
+        .collect();
+    if let Some(uuid) = str_field(record, "uuid") {
+        b.by_uuid.entry(uuid).or_insert(event_index);
+    }
     session.events.push(EventDraft {
         kind: event_kind,
         time,
@@ -253,6 +266,8 @@ fn read_record(
             Surface::LogOnly
         },
         payload: line.text,
+        sources,
+        ..EventDraft::default()
     });
     if !KNOWN_TYPES.contains(&kind.as_str()) {
         *parsed

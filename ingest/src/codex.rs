@@ -88,6 +88,8 @@ struct State {
     anonymous_turns: usize,
     /// The file's direct turn items, so that their `item_completed` twins are not read again.
     direct: envelope::DirectItems,
+    /// `call_id` → the record of the tool call, for the records that answer it.
+    calls: std::collections::HashMap<String, usize>,
 }
 
 fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: &mut ParsedFile) {
@@ -113,7 +115,9 @@ fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: 
         },
         time,
         surface,
+        sources: call_link(state, &kind, sub.as_deref(), &payload, event_index),
         payload: line.text,
+        ..EventDraft::default()
     });
     if !KNOWN_TYPES.contains(&kind.as_str()) {
         *parsed
@@ -161,6 +165,22 @@ fn read_meta(session: &mut SessionDraft, state: &mut State, payload: &Value, tim
         return;
     }
     state.seen_meta = true;
+    // Where the rollout came from, as its header says: a subagent names the thread that
+    // spawned it, a fork the rollout it was forked from.
+    let own = |p: &String| !p.is_empty() && *p != session.native_id;
+    let spawned_by = payload
+        .pointer("/source/subagent/thread_spawn/parent_thread_id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| str_field(payload, "parent_thread_id"))
+        .filter(own);
+    if let Some(parent) = spawned_by {
+        session.parent_native_id = Some(parent);
+        session.branch_type = Some("subagent");
+    } else if let Some(parent) = str_field(payload, "forked_from_id").filter(own) {
+        session.parent_native_id = Some(parent);
+        session.branch_type = Some("fork");
+    }
     session.cwd = str_field(payload, "cwd").or(session.cwd.take());
     if let Some(git) = payload.get("git") {
         session.git_remote = str_field(git, "repository_url");
@@ -260,6 +280,31 @@ fn read_item(
     }
 }
 
+/// The provenance a record names by `call_id`: a tool call's output (or an `event_msg` about
+/// it) names the call. Calls (`function_call`, `custom_tool_call`, `local_shell_call`) are
+/// remembered by their `call_id`.
+fn call_link(
+    state: &mut State,
+    kind: &str,
+    sub: Option<&str>,
+    payload: &Value,
+    event_index: usize,
+) -> Vec<usize> {
+    let Some(call_id) = str_field(payload, "call_id").filter(|c| !c.is_empty()) else {
+        return Vec::new();
+    };
+    let is_call = kind == "response_item"
+        && matches!(
+            sub,
+            Some("function_call" | "custom_tool_call" | "local_shell_call")
+        );
+    if is_call {
+        state.calls.entry(call_id).or_insert(event_index);
+        return Vec::new();
+    }
+    state.calls.get(&call_id).copied().into_iter().collect()
+}
+
 /// An `item_completed` envelope: its item is read in its direct form and the envelope joins the
 /// conversation surface, unless the rollout also writes that item directly (then the envelope
 /// stays a log-only event).
@@ -274,7 +319,11 @@ fn read_item_completed(
     let Some(item) = payload.get("item") else {
         return;
     };
-    if state.direct.absorbs(item) {
+    if let Some(direct) = state.direct.absorbs(item) {
+        // The envelope repeats an item the rollout wrote directly: that record is its source.
+        if let Some(event) = session.events.get_mut(event_index) {
+            event.sources.push(direct);
+        }
         return;
     }
     let forms = envelope::direct_forms(item);

@@ -59,6 +59,7 @@ pub struct MessageRow {
     pub is_sidechain: bool,
     pub turn: Option<usize>,
     pub hidden: bool,
+    pub event_seq: i64,
 }
 
 /// A row of `blocks` (with the text the full-text index gets).
@@ -254,6 +255,7 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
             is_sidechain: m.is_sidechain,
             turn: turn_at(m.event_index),
             hidden: m.hidden,
+            event_seq: m.event_index as i64,
         });
     }
 
@@ -261,7 +263,9 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
     let files = derive_files(&actions);
     let observed = derive_observed(&session_id, &draft, &actions);
     let mut snapshots = draft.snapshots.clone();
+    // A fork continues its origin's context rather than starting from a hand-off.
     if draft.parent_native_id.is_some()
+        && draft.branch_type != Some("fork")
         && let Some(first) = messages.iter().find(|m| m.role == "user")
     {
         snapshots.insert(
@@ -362,10 +366,10 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
         delegations,
         usage,
         events,
-        run_role: if draft.parent_native_id.is_some() {
-            "subagent"
-        } else {
-            "main"
+        run_role: match (&draft.parent_native_id, draft.branch_type) {
+            (Some(_), Some("fork")) => "main",
+            (Some(_), _) => "subagent",
+            (None, _) => "main",
         },
         run_agent: draft.agent.clone(),
         run_status,

@@ -6,7 +6,8 @@
 //! `chatRecordingService.ts`): a message line whose `id` was written before replaces that
 //! message in place (tool calls and tokens are added by rewriting it); `$rewindTo: <id>` drops
 //! that message and every later one (all of them when the id is unknown). Replaced versions and
-//! rewound messages stay as `shadowed` events and are not messages.
+//! rewound messages stay as `shadowed` events and are not messages; each names what replaced
+//! it (`replaced_by`): the next version of the message, or the `$rewindTo` record.
 
 use std::collections::HashMap;
 
@@ -55,22 +56,23 @@ struct Replay {
 }
 
 impl Replay {
-    /// A message record: a new message, or a new version of one already written.
-    fn write(&mut self, id: String, event_index: usize, record: Value) {
-        if self
-            .latest
-            .insert(id.clone(), (event_index, record))
-            .is_none()
-        {
-            self.order.push(id);
+    /// A message record: a new message, or a new version of one already written (which the
+    /// new version replaces).
+    fn write(&mut self, session: &mut SessionDraft, id: String, event_index: usize, record: Value) {
+        match self.latest.insert(id.clone(), (event_index, record)) {
+            None => self.order.push(id),
+            Some((older, _)) => replace(session, older, event_index),
         }
     }
 
-    /// `$rewindTo`: drops the message `id` and every later one; all of them if `id` is unknown.
-    fn rewind(&mut self, id: &str) {
+    /// `$rewindTo` (the record `event_index`): drops the message `id` and every later one; all
+    /// of them if `id` is unknown. The rewind replaces each.
+    fn rewind(&mut self, session: &mut SessionDraft, id: &str, event_index: usize) {
         let from = self.order.iter().position(|m| m == id).unwrap_or(0);
         for removed in self.order.drain(from..) {
-            self.latest.remove(&removed);
+            if let Some((older, _)) = self.latest.remove(&removed) {
+                replace(session, older, event_index);
+            }
         }
     }
 
@@ -95,10 +97,10 @@ fn read_line(session: &mut SessionDraft, replay: &mut Replay, line: Line) {
         read_set(session, set);
         push_event(session, "$set", None, Surface::LogOnly, line.text);
     } else if let Some(target) = value.get("$rewindTo") {
+        let event_index = push_event(session, "$rewindTo", None, Surface::LogOnly, line.text);
         if let Some(id) = target.as_str() {
-            replay.rewind(id);
+            replay.rewind(session, id, event_index);
         }
-        push_event(session, "$rewindTo", None, Surface::LogOnly, line.text);
     } else if value.get("sessionId").is_some() && value.get("type").is_none() {
         let time = json_time(value.get("startTime"));
         push_event(session, "session", time, Surface::LogOnly, line.text);
@@ -106,7 +108,14 @@ fn read_line(session: &mut SessionDraft, replay: &mut Replay, line: Line) {
         // Message records are shadowed until the replay ends with them still live.
         let event_index = push_message_event(session, &value, Surface::Shadowed, line.text);
         let id = str_field(&value, "id").unwrap_or_else(|| format!("line-{}", line.number));
-        replay.write(id, event_index, value);
+        replay.write(session, id, event_index, value);
+    }
+}
+
+/// Records that event `older` was positionally replaced by event `by`.
+fn replace(session: &mut SessionDraft, older: usize, by: usize) {
+    if let Some(event) = session.events.get_mut(older) {
+        event.replaced_by = Some(by);
     }
 }
 
@@ -132,6 +141,7 @@ fn push_event(
         time,
         surface,
         payload,
+        ..EventDraft::default()
     });
     session.events.len() - 1
 }

@@ -435,6 +435,7 @@ fn prepare_file(
             machine: context.machine.clone(),
             copy_of: if sessions.is_empty() { copy_of } else { None },
             keep_missing: whole_document,
+            grew: state == FileState::Appended,
         },
         state,
         sessions,

@@ -276,13 +276,14 @@ impl MessageDraft {
 }
 
 /// Where a source record sits on the conversation surface.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Surface {
     /// Part of the conversation as it stands.
     Current,
     /// A branch that was edited or regenerated away.
     Shadowed,
     /// A record that is not a message (progress, snapshots, token counts, ...).
+    #[default]
     LogOnly,
 }
 
@@ -298,7 +299,7 @@ impl Surface {
 }
 
 /// One source record (a JSONL line, or one node of an export).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EventDraft {
     /// The record's type as the source names it (`assistant`, `event_msg/token_count`, ...).
     pub kind: String,
@@ -308,6 +309,10 @@ pub struct EventDraft {
     pub surface: Surface,
     /// The raw record as JSON text.
     pub payload: String,
+    /// For a shadowed record: the index of the record that positionally replaced it.
+    pub replaced_by: Option<usize>,
+    /// Indexes of the records this one names as its provenance, in recorded order.
+    pub sources: Vec<usize>,
 }
 
 /// One billed model response as this file records it.

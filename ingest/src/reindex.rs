@@ -98,6 +98,7 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
                 machine: r.get(5)?,
                 copy_of: r.get(6)?,
                 keep_missing: false,
+                grew: false,
             })
         })?
         .collect::<Result<_, _>>()?

@@ -41,6 +41,9 @@ pub struct FileStamp {
     /// A whole-file export: a re-export replaces the sessions it holds and keeps the archived
     /// sessions it lacks.
     pub keep_missing: bool,
+    /// The file only grew since it was archived (an append-only source written further): its
+    /// sessions keep their replacement epoch, so read cursors into them stay valid.
+    pub grew: bool,
 }
 
 /// How a file stands against the archive.
@@ -168,6 +171,17 @@ fn write_file_rows(
             .execute([id])?;
     }
     mark_affected(tx, keys.iter())?;
+    // A session that only grew keeps its replacement epoch; any other write starts a new one.
+    let mut kept_epochs: Vec<(String, i64)> = Vec::new();
+    if stamp.grew {
+        let mut stmt =
+            tx.prepare_cached("SELECT replacement_epoch FROM sessions WHERE session_id = ?1")?;
+        for id in &old_ids {
+            if let Some(epoch) = stmt.query_row([id], |r| r.get(0)).optional()? {
+                kept_epochs.push((id.clone(), epoch));
+            }
+        }
+    }
     delete_sessions(tx, &old_ids)?;
     // A session another file held before (a copy this file supersedes) moves to this file.
     let moved: Vec<String> = held
@@ -200,6 +214,16 @@ fn write_file_rows(
         quarry_archive::ArchiveError::Sqlite(e) => e,
         other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
     })?;
+    let mut stmt =
+        tx.prepare_cached("UPDATE sessions SET replacement_epoch = ?2 WHERE session_id = ?1")?;
+    for s in sessions {
+        let id = &s.session.session_id;
+        let epoch = kept_epochs
+            .iter()
+            .find(|(kept, _)| kept == id)
+            .map_or(generation, |(_, e)| *e);
+        stmt.execute(params![id, epoch])?;
+    }
     tx.execute(
         &upsert_statement("source_files", &[])?,
         params![
@@ -216,6 +240,14 @@ fn write_file_rows(
         ],
     )?;
     Ok(rows)
+}
+
+/// The `source_seqs` column: a JSON array of seqs (an event's seq is its index), NULL for none.
+fn source_seqs(sources: &[usize]) -> Option<String> {
+    (!sources.is_empty()).then(|| {
+        let seqs: Vec<String> = sources.iter().map(usize::to_string).collect();
+        format!("[{}]", seqs.join(","))
+    })
 }
 
 /// Lists response keys whose `usage` row [`resolve_usage`] must resolve again.
@@ -330,6 +362,8 @@ fn insert_session(
             ("cache_write_tokens", "0"),
             ("cache_write_5m_tokens", "0"),
             ("cache_write_1h_tokens", "0"),
+            // Set by `write_file_rows` once the write's generation is known.
+            ("replacement_epoch", "0"),
         ],
     )?)?
     .execute(params![
@@ -391,6 +425,7 @@ fn insert_session(
             m.tokens.map(|t| t.cache_write_5m()),
             m.tokens.map(|t| t.cache_write_1h),
             m.hidden,
+            m.event_seq,
         ])?;
     }
 
@@ -549,7 +584,9 @@ fn insert_session(
             e.event.surface.as_str(),
             s.turn_id(e.turn),
             s.turn_committed(e.turn),
-            e.event.payload
+            e.event.payload,
+            e.event.replaced_by.map(|i| i as i64),
+            source_seqs(&e.event.sources)
         ])?;
     }
 

@@ -126,7 +126,7 @@ const SESSIONS: Table = Table {
         opt(
             "branch_type",
             Text,
-            "`subagent`, `sidechain`, `compaction` (Claude Code `agent-acompact-*` runs), or NULL for a main session",
+            "`subagent` (a Claude Code subagent, a Codex thread spawned by another), `sidechain`, `compaction` (Claude Code `agent-acompact-*` runs), `fork` (a Codex rollout naming the one it was forked from, `forked_from_id`), or NULL for a main session",
         ),
         masked(opt(
             "title",
@@ -231,6 +231,11 @@ const SESSIONS: Table = Table {
             Text,
             "the machine the session was first read from (`quarry ingest --machine`, default the host name)",
         ),
+        req(
+            "replacement_epoch",
+            Integer,
+            "the archive generation at which the session's rows were last replaced rather than grown (`--replace`, a re-read export, `quarry reindex`); 0 before version 5",
+        ),
     ],
     key: &["session_id"],
     session_key: Some("session_id"),
@@ -308,6 +313,11 @@ const MESSAGES: Table = Table {
             "hidden",
             Boolean,
             "the source marks it as never shown to the user (Claude Code `isMeta`, ChatGPT `is_visually_hidden_from_conversation`); reader scopes see neither it nor its blocks, actions and usage",
+        ),
+        opt(
+            "event_seq",
+            Integer,
+            "the seq of the source record it was read from (the first, when several records make one response)",
         ),
     ],
     key: &["message_id"],
@@ -686,6 +696,16 @@ const EVENTS_PAYLOAD: Column = Column {
     visibility: AdminOnly,
     ..req("payload", Json, "the raw record")
 };
+const EVENTS_REPLACED_BY: Column = opt(
+    "replaced_by",
+    Integer,
+    "for a shadowed record: the seq of the record that positionally replaced it (a newer version of a rewritten message, a rewind, the branch kept instead)",
+);
+const EVENTS_SOURCE_SEQS: Column = opt(
+    "source_seqs",
+    Json,
+    "JSON array of the seqs of the records this one names as its provenance, in recorded order (a Claude Code `parentUuid`, a Codex output's `call_id`, an export node's parent); NULL when it names none",
+);
 
 const EVENTS: Table = Table {
     name: "events",
@@ -700,6 +720,8 @@ const EVENTS: Table = Table {
         EVENTS_SURFACE,
         EVENTS_TURN_ID,
         EVENTS_PAYLOAD,
+        EVENTS_REPLACED_BY,
+        EVENTS_SOURCE_SEQS,
     ],
     key: &["session_id", "seq"],
     session_key: Some("session_id"),
@@ -725,6 +747,8 @@ const EVENTS_RAW: Table = Table {
         EVENTS_TURN_ID,
         opt("turn_committed", Boolean, "whether that turn is committed"),
         EVENTS_PAYLOAD,
+        EVENTS_REPLACED_BY,
+        EVENTS_SOURCE_SEQS,
     ],
     key: &["session_id", "seq"],
     session_key: Some("session_id"),

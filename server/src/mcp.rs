@@ -2,11 +2,14 @@
 //! archive of their own past sessions what happened.
 //!
 //! Without `--session` it offers `query_units` (the language), `sql_query` (read-only SQL),
-//! `explain`, `list_tables` and `query_completions`, all under one scope (by default a reader
-//! scope of the local owner). With `--session ID` it is a conversation's own server: only the
-//! two fixed-statement tools, `conversation_recent_turns` and `conversation_list_tool_calls`,
-//! over that one session (whatever their arguments say), plus `query_completions`; no query
-//! text of the agent's reaches the engine.
+//! `explain`, `list_tables`, `query_completions`, `search`, `facets` and the reads (`read`,
+//! `lineage`, `trace`, `resolve_ref`, `find_session`), all under one scope (by default a reader
+//! scope of the local owner). With `--session ID` it is a conversation's own server: the two
+//! fixed-statement tools, `conversation_recent_turns` and `conversation_list_tool_calls`, over
+//! that one session (whatever their arguments say), the reads `read`, `lineage`, `trace` and
+//! `find_session` over that conversation (the session and the subagent sessions it started;
+//! other sessions appear in a lineage as headers only), plus `query_completions`; no query text
+//! of the agent's reaches the engine.
 //!
 //! A thin adapter over the [`Service`]: every answer is the envelope (written by the output
 //! module's JSON encoder) as structured content, with a short table as text; every failure is
@@ -89,6 +92,26 @@ pub struct ReadArgs {
     pub before: Option<i64>,
     /// Records after it (0 to 200, default 5).
     pub after: Option<i64>,
+    /// With `around`: only records on these surfaces (`current`, `shadowed`, `log-only`).
+    pub surface: Option<Vec<String>>,
+}
+
+/// `trace`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TraceArgs {
+    /// The session: `session:ID`, its id, native id or a unique prefix of one.
+    pub r#ref: String,
+    /// The record's seq (0-based order of the session's records, as `read` with `around`
+    /// shows them).
+    pub seq: i64,
+}
+
+/// `find_session`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct FindSessionArgs {
+    /// The session's UUID as its agent names it (its native id), its quarry id, or a unique
+    /// prefix of either.
+    pub id: String,
 }
 
 /// `resolve_ref`'s arguments.
@@ -224,7 +247,9 @@ impl McpServer {
                 "facets",
                 "read",
                 "lineage",
+                "trace",
                 "resolve_ref",
+                "find_session",
                 "sql_query",
                 "explain",
                 "list_tables",
@@ -233,6 +258,10 @@ impl McpServer {
             Mode::Pinned { .. } => &[
                 "conversation_recent_turns",
                 "conversation_list_tool_calls",
+                "read",
+                "lineage",
+                "trace",
+                "find_session",
                 "query_completions",
             ],
         };
@@ -314,8 +343,9 @@ impl McpServer {
     /// Read a session: a page of its transcript (messages in order with their text, tool calls
     /// and results, each subagent's transcript nested at the call that started it, compactions
     /// marked; `limit` messages, `next_cursor` for the next page), or with `around` (a seq;
-    /// `before`/`after` up to 200) its source records around one, each with its type, time and
-    /// surface (current / shadowed / log-only); raw records for the admin scope.
+    /// `before`/`after` up to 200) its source records around one, each with its type, time,
+    /// surface (current / shadowed / log-only) and the messages read from it; raw records for
+    /// the admin scope. A `message:` or `block:` ref reads that message in its context.
     #[tool(annotations(read_only_hint = true))]
     async fn read(
         &self,
@@ -331,14 +361,21 @@ impl McpServer {
             );
             return Ok(tool_error(&e, Some(&args.r#ref)));
         }
+        use quarry::read::{ReadRequest, Ref, RefKind};
+        let in_context = Ref::parse(&args.r#ref)
+            .is_some_and(|r| matches!(r.kind, RefKind::Message | RefKind::Block));
         let request = match args.around {
-            Some(seq) => quarry::read::ReadRequest::Window(quarry::read::WindowRequest {
+            Some(seq) => ReadRequest::Window(quarry::read::WindowRequest {
                 session: args.r#ref,
                 seq,
                 before: args.before.unwrap_or(5),
                 after: args.after.unwrap_or(5),
+                surfaces: args.surface.unwrap_or_default(),
             }),
-            None => quarry::read::ReadRequest::Transcript(quarry::read::TranscriptRequest {
+            None if in_context && args.limit.is_none() && args.cursor.is_none() => {
+                ReadRequest::Context(args.r#ref)
+            }
+            None => ReadRequest::Transcript(quarry::read::TranscriptRequest {
                 session: args.r#ref,
                 page_size: args.limit,
                 cursor: args.cursor,
@@ -356,6 +393,36 @@ impl McpServer {
         Parameters(args): Parameters<LineageArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let request = quarry::read::ReadRequest::Lineage(args.r#ref);
+        Ok(self.read_answer(&request).await)
+    }
+
+    /// One record's direct relationships: its surface (current / shadowed / log-only), the
+    /// record that replaced it and the chain of replacements to the last, the records it
+    /// replaced itself, the records it names as its provenance (a parent record, the tool call
+    /// an output answers) and the later records naming it. Empty lists where the source logs
+    /// no such link.
+    #[tool(annotations(read_only_hint = true))]
+    async fn trace(
+        &self,
+        Parameters(args): Parameters<TraceArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = quarry::read::ReadRequest::Trace(quarry::read::TraceRequest {
+            session: args.r#ref,
+            seq: args.seq,
+        });
+        Ok(self.read_answer(&request).await)
+    }
+
+    /// Look a session up by the UUID its agent gave it (or quarry's id, or a unique prefix):
+    /// its header (title, origin, times, message count, parent), or `resolved: false` when
+    /// this scope sees no such session.
+    #[tool(annotations(read_only_hint = true))]
+    async fn find_session(
+        &self,
+        Parameters(args): Parameters<FindSessionArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let id = args.id.trim().trim_start_matches("session:");
+        let request = quarry::read::ReadRequest::Resolve(format!("session:{id}"));
         Ok(self.read_answer(&request).await)
     }
 
@@ -717,7 +784,7 @@ impl ServerHandler for McpServer {
                 "quarry answers exact questions over an archive of AI-agent sessions (Claude Code, Codex, ChatGPT, Claude.ai, Gemini). Scope: {}. Use query_units for the pipeline language (call query_completions with kind \"example\" first), sql_query for read-only SQL over the tables list_tables shows. Answers are exact over every matching row; check `truncated` before reading a list as complete.",
                 scope.name()
             ),
-            Mode::Pinned { .. } => "quarry reads this conversation's own history: conversation_recent_turns (committed turns, newest first) and conversation_list_tool_calls (tool calls with argument previews). Both read only this conversation.".to_string(),
+            Mode::Pinned { .. } => "quarry reads this conversation's own history: conversation_recent_turns (committed turns, newest first), conversation_list_tool_calls (tool calls with argument previews), read (the transcript, or records around a seq), lineage, trace (one record's relationships) and find_session. They read only this conversation and the subagent sessions it started.".to_string(),
         };
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))

@@ -1,8 +1,9 @@
 """quarry's MCP server exercised by a client quarry did not write: the official MCP Python SDK.
 
-Starts `quarry mcp` over stdio twice: once open (the query tools, under the default reader scope
-of the local user) and once pinned to one conversation with `--session ID` (only the fixed-
-statement tools). Every answer is checked against SQLite asked directly (Python's sqlite3 on the
+Starts `quarry mcp` over stdio: once open (the query tools, under the default reader scope of
+the local user) and pinned to one conversation with `--session ID` (the fixed-statement tools and
+the reads of that conversation): a session with subagents, and a subagent with a parent and
+siblings, each trying to read across its conversation's edge. Every answer is checked against SQLite asked directly (Python's sqlite3 on the
 archive file), never against quarry's own output.
 
     "$(benches/tools.sh mcp)" tests/clients/mcp_client.py --quarry target/debug/quarry \
@@ -20,9 +21,10 @@ import sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-OPEN_TOOLS = {"query_units", "search", "facets", "read", "lineage", "resolve_ref", "sql_query", "explain",
-              "list_tables", "query_completions"}
-PINNED_TOOLS = {"conversation_recent_turns", "conversation_list_tool_calls", "query_completions"}
+OPEN_TOOLS = {"query_units", "search", "facets", "read", "lineage", "trace", "resolve_ref", "find_session",
+              "sql_query", "explain", "list_tables", "query_completions"}
+PINNED_TOOLS = {"conversation_recent_turns", "conversation_list_tool_calls", "read", "lineage", "trace",
+                "find_session", "query_completions"}
 
 
 def check(condition, what):
@@ -307,6 +309,114 @@ async def pinned_server(args, db):
             check(refused, "a pinned server runs no query text")
 
 
+def pinned(args, session_id):
+    return stdio_client(StdioServerParameters(
+        command=args.quarry, args=["--archive", args.archive, "--tz", "UTC", "mcp", "--session", session_id]))
+
+
+async def refused_everywhere(session, ref, who):
+    """Every read of `ref` answers exactly what a missing session answers."""
+    for tool, call in [("read", {"ref": ref}), ("read", {"ref": ref, "around": 0}),
+                       ("read", {"ref": ref, "limit": 1}), ("trace", {"ref": ref, "seq": 0}),
+                       ("lineage", {"ref": ref})]:
+        result = await session.call_tool(tool, call)
+        check(result.is_error and result.structured_content["code"] == "session_not_found",
+              f"{who}: {tool} {call} is session_not_found")
+    result = await session.call_tool("find_session", {"id": ref})
+    check(not result.is_error and result.structured_content["resolved"] is False,
+          f"{who}: find_session of {ref} finds nothing")
+
+
+async def pinned_conversations(args, db):
+    """A pinned server reads its own conversation (the session and the subagents it started) and
+    nothing of any other session but headers in a lineage."""
+    # A main session with subagents in the archive.
+    (parent,) = db.execute(
+        """SELECT p.session_id FROM sessions p WHERE p.parent_session_id IS NULL
+           AND EXISTS (SELECT 1 FROM sessions c WHERE c.parent_session_id = p.session_id)
+           ORDER BY p.session_id LIMIT 1""").fetchone()
+    children = [r[0] for r in db.execute(
+        "SELECT session_id FROM sessions WHERE parent_session_id = ? ORDER BY session_id", (parent,))]
+    (unrelated,) = db.execute(
+        """SELECT session_id FROM sessions WHERE session_id != ? AND coalesce(parent_session_id, '') != ?
+           ORDER BY session_id LIMIT 1""", (parent, parent)).fetchone()
+    async with pinned(args, parent) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            pages, _ = await walk(session, "read", {"ref": parent, "limit": 50})
+            positions = [m["position"] for page in pages for m in page["messages"]]
+            want = [r[0] for r in db.execute(
+                "SELECT position FROM messages WHERE session_id = ? AND NOT hidden ORDER BY position", (parent,))]
+            check(positions == want, f"pinned to {parent}: its transcript, {len(want)} messages")
+            for child in children:
+                result = await session.call_tool("read", {"ref": child, "limit": 5})
+                check(not result.is_error and result.structured_content["session"]["session_id"] == child,
+                      f"pinned to {parent}: its subagent {child} reads")
+                (records,) = db.execute("SELECT count(*) FROM events WHERE session_id = ?", (child,)).fetchone()
+                result = await session.call_tool("trace", {"ref": child, "seq": records - 1})
+                check(not result.is_error and result.structured_content["target"]["seq"] == records - 1,
+                      f"pinned to {parent}: a record of {child} traces")
+            result = await session.call_tool("lineage", {"ref": parent})
+            got = sorted(n["session"]["header"]["session_id"] for n in result.structured_content["descendants"])
+            check(got == children, f"pinned to {parent}: its lineage holds its subagents {children}")
+            await refused_everywhere(session, unrelated, f"pinned to {parent}")
+            await refused_everywhere(session, "session:no-such-session", f"pinned to {parent}")
+
+    # A subagent with a parent and a sibling in the archive.
+    row = db.execute(
+        """SELECT c.session_id, c.parent_session_id, s.session_id FROM sessions c
+           JOIN sessions p ON p.session_id = c.parent_session_id
+           JOIN sessions s ON s.parent_session_id = c.parent_session_id AND s.session_id != c.session_id
+           ORDER BY c.session_id LIMIT 1""").fetchone()
+    check(row is not None, "the archive holds a subagent with a parent and a sibling")
+    child, parent, sibling = row
+    async with pinned(args, child) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("read", {"ref": child})
+            check(not result.is_error, f"pinned to {child}: its own transcript reads")
+            await refused_everywhere(session, sibling, f"pinned to {child}, its sibling")
+            await refused_everywhere(session, parent, f"pinned to {child}, its parent's body")
+            result = await session.call_tool("lineage", {"ref": child})
+            lineage = result.structured_content
+            check(not result.is_error and lineage["complete"] and lineage["root"]["header"]["session_id"] == parent,
+                  f"pinned to {child}: its lineage reaches its parent {parent}")
+            header = lineage["ancestors"][0]
+            (title,) = db.execute("SELECT title FROM sessions WHERE session_id = ?", (parent,)).fetchone()
+            check(header.get("header_only") is True and header["header"]["message_count"] == 0
+                  and header["header"]["repo"] is None and header["header"]["session_id"] == parent,
+                  f"pinned to {child}: the parent is a header only")
+            check((header["header"]["title"] is None) == (title is None),
+                  "the parent's header carries its title (masked)")
+
+
+async def errors(args, db):
+    """The read errors over MCP under the admin scope, each with its code and JSON-RPC code."""
+    (mine, records) = db.execute(
+        "SELECT session_id, count(*) FROM events_raw GROUP BY session_id ORDER BY session_id LIMIT 1").fetchone()
+    async with stdio_client(StdioServerParameters(
+            command=args.quarry, args=["--archive", args.archive, "--scope", "admin", "mcp"])) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            for tool, call, code, rpc in [
+                ("read", {"ref": "session:no-such-session"}, "session_not_found", -32004),
+                ("trace", {"ref": mine, "seq": records}, "event_not_found", -32004),
+                ("read", {"ref": mine, "around": 0, "after": 201}, "invalid_window", -32602),
+                ("read", {"ref": mine, "around": 0, "surface": ["gone"]}, "invalid_surface", -32602),
+                ("read", {"ref": mine, "limit": 0}, "invalid_limit", -32602),
+                ("read", {"ref": mine, "cursor": "nonsense"}, "invalid_cursor", -32009),
+                ("search", {"query": "test", "where": "colour:blue"}, "invalid_filter", -32602),
+                ("search", {"query": "test AND"}, "invalid_query", -32602),
+                ("search", {"query": "test", "limit": 0}, "invalid_limit", -32602),
+            ]:
+                result = await session.call_tool(tool, call)
+                body = result.structured_content or {}
+                check(result.is_error and body.get("code") == code and body.get("jsonrpc_code") == rpc,
+                      f"{tool} {call}: {code} ({rpc}): {body.get('code')}")
+            result = await session.call_tool("trace", {"ref": mine, "seq": 0})
+            check(not result.is_error and result.structured_content["target"]["seq"] == 0, "a trace answers")
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quarry", required=True)
@@ -315,6 +425,8 @@ async def main():
     db = sqlite3.connect(f"file:{args.archive}?mode=ro", uri=True)
     await open_server(args, db)
     await pinned_server(args, db)
+    await pinned_conversations(args, db)
+    await errors(args, db)
     print("the MCP server passed every check")
 
 

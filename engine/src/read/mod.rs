@@ -12,6 +12,7 @@
 
 pub mod refs;
 pub mod resolve;
+pub mod trace;
 pub mod transcript;
 
 use std::collections::HashSet;
@@ -26,6 +27,7 @@ use crate::error::Error;
 use crate::scope::Scope;
 pub use refs::{Ref, RefKind};
 pub use resolve::Resolution;
+pub use trace::{EventRecord, EventTrace, TraceRequest};
 pub use transcript::{Transcript, TranscriptRequest};
 
 /// The most neighbouring events a window takes on either side.
@@ -53,6 +55,9 @@ pub struct SessionHeader {
     /// The session that started it (a subagent's parent, a resumed or forked session's
     /// origin), as the source records it, whether or not the archive holds that session.
     pub parent_session_id: Option<String>,
+    /// The archive generation at which the session's rows were last replaced rather than
+    /// grown: a transcript cursor from before it is stale.
+    pub replacement_epoch: i64,
 }
 
 /// A session in a lineage trace (the spec's `SessionRecord`): its header, and where it is
@@ -66,6 +71,10 @@ pub struct SessionRecord {
     pub live: bool,
     /// Whether the archive holds it.
     pub persisted: bool,
+    /// Whether only its id, origin, title, times and parent are given (a session outside the
+    /// conversation a pinned server reads).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub header_only: bool,
 }
 
 /// One source record of a session (the spec's `SessionEvent`, in quarry's fields).
@@ -84,7 +93,25 @@ pub struct SessionEvent {
     pub turn_id: Option<String>,
     /// The raw record (`None` for a reader scope, which never sees raw payloads).
     pub payload: Option<serde_json::Value>,
+    /// The messages read from the record, their text bounded (and masked for a reader).
+    pub messages: Vec<EventMessage>,
 }
+
+/// A message a record produced, as a window shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventMessage {
+    /// Its id.
+    pub message_id: String,
+    /// `user`, `assistant`, `system` or `tool`.
+    pub role: String,
+    /// Its text, at most [`resolve::MAX_TEXT`] characters.
+    pub text: String,
+    /// Whether the text was cut.
+    pub truncated: bool,
+}
+
+/// The surfaces a record can be on.
+pub const SURFACES: [&str; 3] = ["current", "shadowed", "log-only"];
 
 /// A bounded read around one event (the spec's `SessionEventWindow`).
 #[derive(Debug, Clone, Serialize)]
@@ -115,6 +142,9 @@ pub struct WindowRequest {
     pub before: i64,
     /// Following events (0 to [`MAX_NEIGHBOURS`]).
     pub after: i64,
+    /// Only records on these surfaces (of [`SURFACES`]; empty: all); the bounds stay the
+    /// window's.
+    pub surfaces: Vec<String>,
 }
 
 /// A descendant in a lineage trace (the spec's `SessionLineageNode`).
@@ -160,6 +190,10 @@ pub enum ReadRequest {
     Lineage(String),
     /// What a ref of any kind names, bounded.
     Resolve(String),
+    /// The direct relationships of one record.
+    Trace(TraceRequest),
+    /// A message or block (a `message:` or `block:` ref) shown in its context.
+    Context(String),
 }
 
 impl ReadRequest {
@@ -168,7 +202,8 @@ impl ReadRequest {
         match self {
             ReadRequest::Transcript(t) => &t.session,
             ReadRequest::Window(w) => &w.session,
-            ReadRequest::Lineage(r) | ReadRequest::Resolve(r) => r,
+            ReadRequest::Trace(t) => &t.session,
+            ReadRequest::Lineage(r) | ReadRequest::Resolve(r) | ReadRequest::Context(r) => r,
         }
     }
 }
@@ -185,6 +220,8 @@ pub enum ReadAnswer {
     Lineage(LineageTrace),
     /// A ref's resolution.
     Resolution(Resolution),
+    /// A `SessionEventTraceObservation`.
+    Trace(EventTrace),
 }
 
 impl ReadAnswer {
@@ -195,6 +232,7 @@ impl ReadAnswer {
             ReadAnswer::Window(w) => render_window(w),
             ReadAnswer::Lineage(t) => render_lineage(t),
             ReadAnswer::Resolution(r) => resolve::render(r),
+            ReadAnswer::Trace(t) => trace::render(t),
         }
     }
 }
@@ -205,6 +243,28 @@ pub async fn read(session: &Session, request: &ReadRequest) -> Result<ReadAnswer
         ReadRequest::Transcript(t) => transcript(session, t).await.map(ReadAnswer::Transcript),
         ReadRequest::Window(w) => window(session, w).await.map(ReadAnswer::Window),
         ReadRequest::Lineage(r) => lineage(session, r).await.map(ReadAnswer::Lineage),
+        ReadRequest::Context(r) => {
+            let text = format!("read {r}");
+            audited(session, &text, |t: &Transcript| t.messages.len(), async {
+                let reader = Reader::new(session).await?;
+                let reference = r.clone();
+                let _stop = reader.interrupt.on_drop();
+                blocking(move || reader.read(|conn, reader| reader.context(conn, &reference))).await
+            })
+            .await
+            .map(ReadAnswer::Transcript)
+        }
+        ReadRequest::Trace(t) => {
+            let text = format!("read {} --trace {}", t.session, t.seq);
+            audited(session, &text, |_: &EventTrace| 1, async {
+                let reader = Reader::new(session).await?;
+                let request = t.clone();
+                let _stop = reader.interrupt.on_drop();
+                blocking(move || reader.read(|conn, reader| reader.trace(conn, &request))).await
+            })
+            .await
+            .map(ReadAnswer::Trace)
+        }
         ReadRequest::Resolve(r) => {
             let text = format!("resolve {r}");
             audited(
@@ -247,6 +307,16 @@ pub async fn window(session: &Session, request: &WindowRequest) -> Result<EventW
                     "--{name} {n} is out of range: a window takes 0 to {MAX_NEIGHBOURS} events on each side"
                 )));
             }
+        }
+        if let Some(bad) = request
+            .surfaces
+            .iter()
+            .find(|s| !SURFACES.contains(&s.as_str()))
+        {
+            return Err(Error::InvalidSurface(format!(
+                "`{bad}` is not a surface: use {}",
+                SURFACES.join(", ")
+            )));
         }
         let reader = Reader::new(session).await?;
         let request = request.clone();
@@ -301,18 +371,55 @@ struct Reader {
     interrupt: crate::engine::Interrupt,
     /// The scope's sessions (`None`: every one, the admin scope).
     visible: Option<HashSet<String>>,
+    /// For a conversation's own server: its session. The lineage then shows sessions outside
+    /// the conversation as headers only.
+    pinned: Option<String>,
+}
+
+/// Session `root` and every session whose parent chain leads to it, among those the archive
+/// holds.
+fn conversation(
+    archive: &std::path::Path,
+    root: &str,
+    interrupt: &crate::engine::Interrupt,
+) -> Result<HashSet<String>, Error> {
+    let failed = |e| Error::archive(archive, e);
+    let conn = crate::engine::read_only(archive).map_err(failed)?;
+    interrupt.install(&conn);
+    let ids: Vec<String> = conn
+        .prepare(
+            "WITH RECURSIVE c(id) AS (SELECT session_id FROM sessions WHERE session_id = ?1 \
+             UNION SELECT s.session_id FROM sessions s JOIN c ON s.parent_session_id = c.id) \
+             SELECT id FROM c",
+        )
+        .and_then(|mut s| s.query_map([root], |r| r.get(0))?.collect())
+        .map_err(failed)?;
+    Ok(ids.into_iter().collect())
 }
 
 impl Reader {
     async fn new(session: &Session) -> Result<Reader, Error> {
-        let visible = match session.scope() {
-            Scope::Admin => None,
-            Scope::Reader(_) => Some(session.session_ids(None).await?),
+        let archive = session.engine().path().to_path_buf();
+        let interrupt = crate::engine::Interrupt::default();
+        let (visible, pinned) = match session.scope() {
+            Scope::Admin => (None, None),
+            // A conversation's own server reads its conversation: the session and the
+            // subagent sessions it started (theirs too), nothing else.
+            Scope::Reader(r) if r.session.is_some() => {
+                let pinned = r.session.clone().unwrap_or_default();
+                let path = archive.clone();
+                let root = pinned.clone();
+                let stop = interrupt.clone();
+                let ids = blocking(move || conversation(&path, &root, &stop)).await?;
+                (Some(ids), Some(pinned))
+            }
+            Scope::Reader(_) => (Some(session.session_ids(None).await?), None),
         };
         Ok(Reader {
-            archive: session.engine().path().to_path_buf(),
-            interrupt: crate::engine::Interrupt::default(),
+            archive,
+            interrupt,
             visible,
+            pinned,
         })
     }
 
@@ -409,11 +516,14 @@ impl Reader {
                     .collect()
             })
             .map_err(|e| self.failed(e))?;
+        // A whole id followed by `/` is a session's, not the start of its subagents' ids.
+        let starts = |full: &str| {
+            full.strip_prefix(text.as_str())
+                .is_some_and(|rest| !rest.starts_with('/'))
+        };
         let mut seen: Vec<String> = like
             .into_iter()
-            .filter(|(id, native)| {
-                (id.starts_with(&text) || native.starts_with(&text)) && self.sees(id)
-            })
+            .filter(|(id, native)| (starts(id) || starts(native)) && self.sees(id))
             .map(|(id, _)| id)
             .collect();
         // A session and its subagents share the start of their ids: the one whose id starts
@@ -434,7 +544,8 @@ impl Reader {
         let header = conn
             .prepare_cached(
                 "SELECT session_id, origin, title, repo, model, created_at, updated_at, \
-                 message_count, parent_session_id FROM sessions WHERE session_id = ?1",
+                 message_count, parent_session_id, replacement_epoch FROM sessions \
+                 WHERE session_id = ?1",
             )
             .and_then(|mut s| {
                 s.query_row([id], |r| {
@@ -448,6 +559,7 @@ impl Reader {
                         updated_at: r.get(6)?,
                         message_count: r.get(7)?,
                         parent_session_id: r.get(8)?,
+                        replacement_epoch: r.get(9)?,
                     })
                 })
                 .optional()
@@ -463,15 +575,30 @@ impl Reader {
         }))
     }
 
-    /// The record of session `id` when the scope sees it and the archive holds it.
+    /// The record of session `id` when the scope sees it and the archive holds it. A
+    /// conversation's own server sees the sessions around its conversation in a lineage as
+    /// headers only: id, origin, title, times and parent.
     fn record(&self, conn: &Connection, id: &str) -> Result<Option<SessionRecord>, Error> {
-        if !self.sees(id) {
+        let header_only = !self.sees(id);
+        if header_only && self.pinned.is_none() {
             return Ok(None);
         }
-        Ok(self.header(conn, id)?.map(|header| SessionRecord {
-            header,
-            live: false,
-            persisted: true,
+        Ok(self.header(conn, id)?.map(|mut header| {
+            if header_only {
+                header.title = header
+                    .title
+                    .map(|t| quarry_udf::mask_credentials(&t).into_owned());
+                header.repo = None;
+                header.model = None;
+                header.message_count = 0;
+                header.replacement_epoch = 0;
+            }
+            SessionRecord {
+                header,
+                live: false,
+                persisted: true,
+                header_only,
+            }
         }))
     }
 
@@ -507,10 +634,13 @@ impl Reader {
                     surface: r.get(3)?,
                     turn_id: r.get(4)?,
                     payload: payload.and_then(|p| serde_json::from_str(&p).ok()),
+                    messages: Vec::new(),
                 })
             })
             .and_then(Iterator::collect)
             .map_err(|e| self.failed(e))?;
+        let mut events = events;
+        self.attach_messages(conn, &id, start, end, &mut events)?;
         let target = events
             .iter()
             .find(|e| e.seq == request.seq)
@@ -519,14 +649,66 @@ impl Reader {
                 session: id.clone(),
                 seq: request.seq,
             })?;
+        let start_seq = events.first().map_or(request.seq, |e| e.seq);
+        let end_seq = events.last().map_or(request.seq, |e| e.seq);
+        if !request.surfaces.is_empty() {
+            events.retain(|e| request.surfaces.contains(&e.surface));
+        }
         Ok(EventWindow {
             session,
             target,
-            start_seq: events.first().map_or(request.seq, |e| e.seq),
-            end_seq: events.last().map_or(request.seq, |e| e.seq),
+            start_seq,
+            end_seq,
             events,
             generation: self.generation(conn)?,
         })
+    }
+
+    /// Gives each record of `events` (seqs `start` to `end`) the messages read from it, their
+    /// text bounded and, for a reader, masked (hidden messages left out).
+    fn attach_messages(
+        &self,
+        conn: &Connection,
+        id: &str,
+        start: i64,
+        end: i64,
+        events: &mut [SessionEvent],
+    ) -> Result<(), Error> {
+        let hidden = if self.visible.is_some() {
+            " AND NOT hidden"
+        } else {
+            ""
+        };
+        let rows: Vec<(i64, String, String, String)> = conn
+            .prepare_cached(&format!(
+                "SELECT event_seq, message_id, role, text FROM messages \
+                 WHERE session_id = ?1 AND event_seq BETWEEN ?2 AND ?3{hidden} ORDER BY position"
+            ))
+            .and_then(|mut s| {
+                s.query_map(params![id, start, end], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })?
+                .collect()
+            })
+            .map_err(|e| self.failed(e))?;
+        for (seq, message_id, role, text) in rows {
+            let Some(event) = events.iter_mut().find(|e| e.seq == seq) else {
+                continue;
+            };
+            let text = if self.visible.is_some() {
+                quarry_udf::mask_credentials(&text).into_owned()
+            } else {
+                text
+            };
+            let excerpt = resolve::Excerpt::of(&text, resolve::MAX_TEXT);
+            event.messages.push(EventMessage {
+                message_id,
+                role,
+                text: excerpt.text,
+                truncated: excerpt.truncated,
+            });
+        }
+        Ok(())
     }
 
     fn lineage(&self, conn: &Connection, reference: &str) -> Result<LineageTrace, Error> {
@@ -648,6 +830,16 @@ pub fn render_window(window: &EventWindow) -> String {
             }),
             event.kind
         ));
+        for m in &event.messages {
+            let line = m.text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let short: String = line.chars().take(100).collect();
+            let cut = if short.len() < line.len() || m.text.lines().count() > 1 {
+                " …"
+            } else {
+                ""
+            };
+            out.push_str(&format!("           {}: {short}{cut}\n", m.role));
+        }
     }
     out
 }

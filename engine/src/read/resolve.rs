@@ -73,7 +73,7 @@ pub struct Excerpt {
 }
 
 impl Excerpt {
-    fn of(text: &str, max: usize) -> Excerpt {
+    pub(super) fn of(text: &str, max: usize) -> Excerpt {
         let chars = text.chars().count();
         Excerpt {
             text: text.chars().take(max).collect(),

@@ -1,7 +1,9 @@
 //! A session as a readable transcript: its messages in order with their blocks (text, thinking,
 //! tool calls and their results), each subagent's own transcript nested at the call that
 //! delegated to it, and compactions marked where they happened. Pages of messages follow a
-//! keyset cursor bound to the session (`next_cursor`).
+//! keyset cursor bound to the session and its replacement epoch (`next_cursor`): a session that
+//! grows keeps its cursors, one whose rows were replaced since (`--replace`, a re-read export,
+//! `quarry reindex`) answers `stale_cursor`.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,6 +17,10 @@ use crate::error::Error;
 pub const DEFAULT_PAGE: usize = 200;
 /// The largest page.
 pub const MAX_PAGE: usize = 2000;
+/// Messages shown on each side of one in its context.
+pub const CONTEXT: i64 = 3;
+/// The cursor format (2: bound to the replacement epoch too).
+const CURSOR_VERSION: u32 = 2;
 /// How deep subagents nest (a subagent's subagent's ...).
 const MAX_DEPTH: usize = 4;
 /// The most messages of nested subagent transcripts one page holds.
@@ -44,6 +50,9 @@ pub struct Transcript {
     /// The next page, absent on the last.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+    /// The message the page is about, when it shows one message in its context.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub focus: Option<String>,
     /// The archive generation the page was read at.
     pub generation: i64,
 }
@@ -127,6 +136,8 @@ struct Cursor {
     v: u32,
     /// The session it pages.
     session: String,
+    /// The session's replacement epoch when the cursor was written.
+    epoch: i64,
     /// The last message position read.
     after: i64,
 }
@@ -141,7 +152,7 @@ impl Reader {
         let id = self.session_id(conn, &request.session)?;
         let size = request.page_size.unwrap_or(DEFAULT_PAGE);
         if !(1..=MAX_PAGE).contains(&size) {
-            return Err(Error::BadRequest(format!(
+            return Err(Error::InvalidLimit(format!(
                 "page size {size} is out of range: ask for 1 to {MAX_PAGE} messages a page"
             )));
         }
@@ -149,7 +160,7 @@ impl Reader {
             None => -1,
             Some(token) => {
                 let cursor: Cursor = crate::token::decode(token)
-                    .filter(|c: &Cursor| c.v == 1)
+                    .filter(|c: &Cursor| c.v == CURSOR_VERSION)
                     .ok_or_else(|| {
                         Error::InvalidCursor(
                             "the cursor is not one quarry wrote: pass `next_cursor` back unchanged"
@@ -162,6 +173,15 @@ impl Reader {
                         cursor.session
                     )));
                 }
+                let epoch = self
+                    .header(conn, &id)?
+                    .ok_or_else(|| Error::SessionNotFound(id.clone()))?
+                    .replacement_epoch;
+                if cursor.epoch != epoch {
+                    return Err(Error::StaleCursor(format!(
+                        "`{id}` was replaced since this cursor was written (at generation {epoch}: a re-read with --replace, a re-exported document or `quarry reindex`): read it again from the first page"
+                    )));
+                }
                 cursor.after
             }
         };
@@ -172,6 +192,61 @@ impl Reader {
             generation: self.generation(conn)?,
         };
         self.session_transcript(conn, &id, after, Some(size), &mut nesting)
+    }
+
+    /// The message (or the message of the block) `reference` names, with [`CONTEXT`] messages
+    /// on each side: a page of its session's transcript with `focus` set. A message the scope
+    /// does not see (its session unseen, or hidden from a reader) is the same `not_found` as one
+    /// that does not exist.
+    pub(super) fn context(&self, conn: &Connection, reference: &str) -> Result<Transcript, Error> {
+        let parsed = super::Ref::parse(reference);
+        let sql = match parsed.as_ref().map(|r| r.kind) {
+            Some(super::RefKind::Message) => {
+                "SELECT session_id, message_id, position, hidden FROM messages \
+                 WHERE message_id = ?1"
+            }
+            Some(super::RefKind::Block) => {
+                "SELECT m.session_id, m.message_id, m.position, m.hidden FROM blocks b \
+                 JOIN messages m ON m.message_id = b.message_id WHERE b.block_id = ?1"
+            }
+            _ => {
+                return Err(Error::BadRequest(format!(
+                    "`{reference}` is not a `message:` or `block:` ref: only a message or a block is shown in its context"
+                )));
+            }
+        };
+        let id = parsed.map(|r| r.id).unwrap_or_default();
+        let found: Option<(String, String, i64, bool)> = conn
+            .prepare_cached(sql)
+            .and_then(|mut s| {
+                s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                    .optional()
+            })
+            .map_err(|e| self.failed(e))?;
+        let (session, message, position) = match found {
+            Some((session, message, position, hidden))
+                if self.sees(&session) && !(hidden && self.visible.is_some()) =>
+            {
+                (session, message, position)
+            }
+            _ => return Err(Error::NotFound(format!("no `{reference}` in this scope"))),
+        };
+        let mut nesting = Nesting {
+            chain: Vec::new(),
+            shown: HashSet::new(),
+            budget: NESTED_BUDGET,
+            generation: self.generation(conn)?,
+        };
+        let after = position - CONTEXT - 1;
+        let mut page = self.session_transcript(
+            conn,
+            &session,
+            after,
+            Some((2 * CONTEXT + 1) as usize),
+            &mut nesting,
+        )?;
+        page.focus = Some(message);
+        Ok(page)
     }
 
     /// Session `id`'s messages after position `after` (`limit` of them, or all), subagents
@@ -340,8 +415,9 @@ impl Reader {
             .collect();
         let next_cursor = match (more, messages.last()) {
             (true, Some(last)) => Some(crate::token::encode(&Cursor {
-                v: 1,
+                v: CURSOR_VERSION,
                 session: id.to_string(),
+                epoch: session.replacement_epoch,
                 after: last.position,
             })),
             _ => None,
@@ -351,6 +427,7 @@ impl Reader {
             messages,
             compactions,
             next_cursor,
+            focus: None,
             generation: nesting.generation,
         })
     }
@@ -462,15 +539,20 @@ fn write_messages(out: &mut String, t: &Transcript, depth: usize, markdown: bool
             .map_or(String::new(), |t| {
                 t.format(" %Y-%m-%d %H:%M:%S").to_string()
             });
+        let focus = if t.focus.as_deref() == Some(message.message_id.as_str()) {
+            " ◀"
+        } else {
+            ""
+        };
         if markdown {
             line(
                 out,
-                &format!("**{}**{time} `m{}`", message.role, message.position),
+                &format!("**{}**{time} `m{}`{focus}", message.role, message.position),
             );
         } else {
             line(
                 out,
-                &format!("[m{}] {}{time}", message.position, message.role),
+                &format!("[m{}] {}{time}{focus}", message.position, message.role),
             );
         }
         for block in &message.blocks {

@@ -74,13 +74,28 @@ impl SearchRequest {
     }
 }
 
-/// The text an error is about: the filter for a query error (the only part in the query
-/// language), else the search text.
+/// The text an error is about: the filter for a filter's error, else the search text.
 pub(crate) fn about<'a>(error: &Error, filter: Option<&'a str>, text: &'a str) -> &'a str {
     match (error, filter) {
-        (Error::Query(_), Some(filter)) => filter,
+        (Error::InvalidFilter(_), Some(filter)) => filter,
         _ => text,
     }
+}
+
+/// A search text that does not parse, as a query error drawn under the whole text.
+fn text_error(text: &str, e: text::TextError) -> Error {
+    use quarry_grammar::{Diagnostic, DiagnosticCode, Diagnostics, Span};
+    let code = match e {
+        text::TextError::Empty => DiagnosticCode::EmptyQuery,
+        text::TextError::Malformed(_) => DiagnosticCode::UnexpectedToken,
+    };
+    let span = Span {
+        start: 0,
+        end: text.len(),
+    };
+    Error::Query(Diagnostics::one(
+        Diagnostic::new(code, span, e.to_string()).locate(text),
+    ))
 }
 
 /// The lane a request names.
@@ -240,10 +255,10 @@ impl Job {
     /// the filter's sessions decided by the engine before anything is ranked.
     async fn prepare(session: &Session, request: &SearchRequest) -> Result<Job, Error> {
         let lane = lane(request.lane.as_deref())?;
-        let search = text::parse(&request.text).map_err(|e| Error::BadRequest(e.to_string()))?;
+        let search = text::parse(&request.text).map_err(|e| text_error(&request.text, e))?;
         let page_size = request.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
         if page_size == 0 || page_size > MAX_PAGE_SIZE {
-            return Err(Error::BadRequest(format!(
+            return Err(Error::InvalidLimit(format!(
                 "page size {page_size} is out of range: ask for 1 to {MAX_PAGE_SIZE} hits per page"
             )));
         }
@@ -271,10 +286,17 @@ impl Job {
             Scope::Admin => None,
             Scope::Reader(_) => Some(session.session_ids(None).await?),
         };
-        let candidates = match filter {
-            Some(filter) => Some(session.session_ids(Some(filter)).await?),
-            None => None,
-        };
+        let candidates =
+            match filter {
+                // A filter that does not parse or resolve is the filter's error.
+                Some(filter) => Some(session.session_ids(Some(filter)).await.map_err(
+                    |e| match e {
+                        Error::Query(d) => Error::InvalidFilter(d),
+                        other => other,
+                    },
+                )?),
+                None => None,
+            };
         if let Some(id) = &request.session {
             let visible = match &scope_sessions {
                 Some(sessions) => sessions.contains(id),

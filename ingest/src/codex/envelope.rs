@@ -24,6 +24,8 @@ type TextKey = (&'static str, String);
 struct DirectItem {
     /// The item's own id, when the direct form has one.
     id: Option<String>,
+    /// Its position among the rollout's records (its event index).
+    record: usize,
     /// Whether an envelope twin has been matched to it.
     used: bool,
 }
@@ -40,18 +42,18 @@ impl DirectItems {
     /// Collects the direct items of a rollout (messages, reasoning, tool calls and outputs).
     pub fn scan(lines: &[Line]) -> Self {
         let mut direct = DirectItems::default();
-        for line in lines {
+        for (record, line) in lines.iter().enumerate() {
             if line.value.get("type").and_then(Value::as_str) != Some("response_item") {
                 continue;
             }
             if let Some(payload) = line.value.get("payload") {
-                direct.add(payload);
+                direct.add(payload, record);
             }
         }
         direct
     }
 
-    fn add(&mut self, payload: &Value) {
+    fn add(&mut self, payload: &Value, record: usize) {
         let ids: Vec<String> = ["id", "call_id"]
             .iter()
             .filter_map(|k| str_field(payload, k))
@@ -60,6 +62,7 @@ impl DirectItems {
         let index = self.items.len();
         self.items.push(DirectItem {
             id: ids.first().cloned(),
+            record,
             used: false,
         });
         for id in ids {
@@ -70,20 +73,17 @@ impl DirectItems {
         }
     }
 
-    /// Whether `item` (a `TurnItem`) is the twin of a direct item; the first unmatched twin is
-    /// taken. Ids decide where both forms share one (agent messages, reasoning, tool calls); a
-    /// user message's envelope id is always new, so user messages (and direct items written
-    /// without an id) match by role and text.
-    pub fn absorbs(&mut self, item: &Value) -> bool {
+    /// Whether `item` (a `TurnItem`) is the twin of a direct item, and then the record index of
+    /// that direct item; the first unmatched twin is taken. Ids decide where both forms share
+    /// one (agent messages, reasoning, tool calls); a user message's envelope id is always new,
+    /// so user messages (and direct items written without an id) match by role and text.
+    pub fn absorbs(&mut self, item: &Value) -> Option<usize> {
         if let Some(index) = str_field(item, "id").and_then(|id| self.by_id.get(&id).copied()) {
-            if let Some(direct) = self.items.get_mut(index) {
-                direct.used = true;
-            }
-            return true;
+            let direct = self.items.get_mut(index)?;
+            direct.used = true;
+            return Some(direct.record);
         }
-        let Some(key) = item_text_key(item) else {
-            return false;
-        };
+        let key = item_text_key(item)?;
         let is_user = key.0 == "user";
         let candidates = self.by_text.get(&key).cloned().unwrap_or_default();
         for index in candidates {
@@ -92,10 +92,10 @@ impl DirectItems {
                 && (is_user || direct.id.is_none())
             {
                 direct.used = true;
-                return true;
+                return Some(direct.record);
             }
         }
-        false
+        None
     }
 }
 
@@ -383,14 +383,14 @@ mod tests {
         ]);
         let mut items = DirectItems::scan(&direct);
         let user = json!({"type": "UserMessage", "id": "fresh", "content": [{"type": "text", "text": "go on"}]});
-        assert!(items.absorbs(&user));
+        assert_eq!(items.absorbs(&user), Some(0));
         // A second "go on" has no direct twin left.
-        assert!(!items.absorbs(&user));
+        assert_eq!(items.absorbs(&user), None);
         let agent = json!({"type": "AgentMessage", "id": "msg_1", "content": [{"type": "Text", "text": "done"}]});
-        assert!(items.absorbs(&agent));
+        assert_eq!(items.absorbs(&agent), Some(1));
         // Same text under another id is another message.
         let other = json!({"type": "AgentMessage", "id": "msg_2", "content": [{"type": "Text", "text": "done"}]});
-        assert!(!items.absorbs(&other));
+        assert_eq!(items.absorbs(&other), None);
     }
 
     #[test]

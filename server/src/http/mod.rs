@@ -429,8 +429,9 @@ impl SearchParams {
 }
 
 /// `/api/read`'s parameters (the query string): a ref and a transcript page (`limit`,
-/// `cursor`), a window (`around`, with `before` and `after`, 5 each unless given) or
-/// `lineage=true`.
+/// `cursor`), a window (`around`, with `before` and `after`, 5 each unless given, and
+/// `surface`), `lineage=true` or `trace=SEQ`. A `message:` or `block:` ref reads that message
+/// in its context.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ReadParams {
@@ -442,16 +443,42 @@ struct ReadParams {
     around: Option<i64>,
     before: Option<i64>,
     after: Option<i64>,
+    /// Comma-separated surfaces a window keeps.
+    surface: Option<String>,
     #[serde(default)]
     lineage: bool,
+    /// A record's seq: its trace.
+    trace: Option<i64>,
     timeout_ms: Option<u64>,
 }
 
 impl ReadParams {
     fn request(self) -> Result<(quarry::read::ReadRequest, Option<Duration>), Error> {
-        use quarry::read::{ReadRequest, TranscriptRequest, WindowRequest};
+        use quarry::read::{
+            ReadRequest, Ref, RefKind, TraceRequest, TranscriptRequest, WindowRequest,
+        };
         let transcript = self.limit.is_some() || self.cursor.is_some();
-        let window = self.before.is_some() || self.after.is_some();
+        let window = self.before.is_some() || self.after.is_some() || self.surface.is_some();
+        let timeout = self.timeout_ms.map(Duration::from_millis);
+        if let Some(seq) = self.trace {
+            if transcript || window || self.around.is_some() || self.lineage {
+                return Err(Error::BadRequest(
+                    "`trace` reads one record's relationships: leave out the transcript's, the window's and the lineage's parameters".into(),
+                ));
+            }
+            let request = ReadRequest::Trace(TraceRequest {
+                session: self.r#ref,
+                seq,
+            });
+            return Ok((request, timeout));
+        }
+        let plain = !transcript && !window && self.around.is_none() && !self.lineage;
+        if plain
+            && Ref::parse(&self.r#ref)
+                .is_some_and(|r| matches!(r.kind, RefKind::Message | RefKind::Block))
+        {
+            return Ok((ReadRequest::Context(self.r#ref), timeout));
+        }
         let request = match (self.around, self.lineage) {
             (None, false) if !window => ReadRequest::Transcript(TranscriptRequest {
                 session: self.r#ref,
@@ -469,17 +496,22 @@ impl ReadParams {
                 seq,
                 before: self.before.unwrap_or(5),
                 after: self.after.unwrap_or(5),
+                surfaces: self
+                    .surface
+                    .iter()
+                    .flat_map(|s| s.split(','))
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect(),
             }),
-            (None, true) if self.before.is_none() && self.after.is_none() => {
-                ReadRequest::Lineage(self.r#ref)
-            }
+            (None, true) if !window => ReadRequest::Lineage(self.r#ref),
             _ => {
                 return Err(Error::BadRequest(
                     "give `around=SEQ` (with `before`, `after`), `lineage=true`, or neither for the transcript".into(),
                 ));
             }
         };
-        Ok((request, self.timeout_ms.map(Duration::from_millis)))
+        Ok((request, timeout))
     }
 }
 
