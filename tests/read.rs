@@ -710,6 +710,25 @@ fn a_readers_transcript_and_window_show_no_credential() {
     let w = window(&alice, session, 1, 5, 5).unwrap();
     let json = serde_json::to_string(&w).unwrap();
     assert!(!json.contains(&api_key) && !json.contains(&bearer));
+    // Her window shows what each record produced, masked: the tool result (record 3) holds
+    // the key for the admin and its mask for her (records: meta, prompt, call, result, reply).
+    let result_of = |w: &quarry::read::EventWindow| -> String {
+        let event = w.events.iter().find(|e| e.seq == 3).unwrap();
+        let block = event.messages[0]
+            .blocks
+            .iter()
+            .find(|b| b.kind == "tool_result")
+            .unwrap();
+        block.text.clone()
+    };
+    assert!(
+        result_of(&w).contains("OPENAI_API_KEY=[REDACTED:"),
+        "{}",
+        result_of(&w)
+    );
+    let admin_window = window(&open_as(&archive, "admin"), session, 1, 5, 5).unwrap();
+    assert!(result_of(&admin_window).contains(&api_key));
+    assert!(w.events.iter().all(|e| e.payload.is_none()));
 }
 
 fn resolve(q: &Quarry, reference: &str) -> quarry::read::Resolution {
@@ -793,6 +812,48 @@ fn every_kind_of_ref_resolves_to_its_row_and_a_delegation_to_its_evidence() {
          AND text <> '' ORDER BY position DESC LIMIT 1"
     ));
     assert_eq!(card.child_excerpt.unwrap().chars, reply.chars().count());
+    // The parent's windows: the three messages before the delegating one, and the three after
+    // the one holding its result, each text cut at 1,000 characters.
+    let ids = |sql: String| -> Vec<String> {
+        conn.prepare(&sql)
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let call_at = format!(
+        "(SELECT m.position FROM delegations d JOIN messages m ON m.message_id = d.parent_message_id \
+         WHERE d.delegation_id = '{delegation}')"
+    );
+    let result_at = format!(
+        "(SELECT min(m.position) FROM blocks b JOIN messages m ON m.message_id = b.message_id \
+         WHERE b.session_id = '{PARENT_ID}' AND b.type = 'tool_result' \
+         AND '{PARENT_ID}/' || b.tool_id = '{delegation}')"
+    );
+    let mut before = ids(format!(
+        "SELECT message_id FROM messages WHERE session_id = '{PARENT_ID}' AND position < {call_at} \
+         ORDER BY position DESC LIMIT 3"
+    ));
+    before.reverse();
+    let after = ids(format!(
+        "SELECT message_id FROM messages WHERE session_id = '{PARENT_ID}' AND position > {result_at} \
+         ORDER BY position LIMIT 3"
+    ));
+    let got = |w: &quarry::read::resolve::ParentWindow| -> Vec<String> {
+        w.messages.iter().map(|m| m.message_id.clone()).collect()
+    };
+    assert_eq!(got(&card.parent_context), before);
+    assert_eq!(got(&card.parent_follow_up), after);
+    assert_eq!(before.len(), 3);
+    assert!(card.parent_context.truncated && card.parent_follow_up.truncated);
+    assert!(
+        card.parent_context
+            .messages
+            .iter()
+            .chain(&card.parent_follow_up.messages)
+            .all(|m| m.text.text.chars().count() <= 1000)
+    );
     // A session ref, a bare id, and text that names nothing.
     assert!(resolve(&q, &format!("session:{PARENT_ID}")).resolved);
     let bare = resolve(&q, "fa812bfe");

@@ -104,7 +104,19 @@ pub struct EventMessage {
     pub message_id: String,
     /// `user`, `assistant`, `system` or `tool`.
     pub role: String,
-    /// Its text, at most [`resolve::MAX_TEXT`] characters.
+    /// Its blocks, in order.
+    pub blocks: Vec<EventBlock>,
+}
+
+/// A block of a message a record produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventBlock {
+    /// `text`, `thinking`, `tool_use`, `tool_result`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A tool call's or result's tool.
+    pub tool_name: Option<String>,
+    /// Its text, at most [`resolve::MAX_WINDOW_EXCERPT`] characters (masked for a reader).
     pub text: String,
     /// Whether the text was cut.
     pub truncated: bool,
@@ -664,8 +676,8 @@ impl Reader {
         })
     }
 
-    /// Gives each record of `events` (seqs `start` to `end`) the messages read from it, their
-    /// text bounded and, for a reader, masked (hidden messages left out).
+    /// Gives each record of `events` (seqs `start` to `end`) the messages read from it with
+    /// their blocks, texts bounded and, for a reader, masked (hidden messages left out).
     fn attach_messages(
         &self,
         conn: &Connection,
@@ -675,35 +687,68 @@ impl Reader {
         events: &mut [SessionEvent],
     ) -> Result<(), Error> {
         let hidden = if self.visible.is_some() {
-            " AND NOT hidden"
+            " AND NOT m.hidden"
         } else {
             ""
         };
-        let rows: Vec<(i64, String, String, String)> = conn
+        type Row = (
+            i64,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = conn
             .prepare_cached(&format!(
-                "SELECT event_seq, message_id, role, text FROM messages \
-                 WHERE session_id = ?1 AND event_seq BETWEEN ?2 AND ?3{hidden} ORDER BY position"
+                "SELECT m.event_seq, m.message_id, m.role, b.type, b.text, b.tool_name \
+                 FROM messages m LEFT JOIN blocks b \
+                   ON b.session_id = m.session_id AND b.message_id = m.message_id \
+                 WHERE m.session_id = ?1 AND m.event_seq BETWEEN ?2 AND ?3{hidden} \
+                 ORDER BY m.position, b.position"
             ))
             .and_then(|mut s| {
                 s.query_map(params![id, start, end], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
                 })?
                 .collect()
             })
             .map_err(|e| self.failed(e))?;
-        for (seq, message_id, role, text) in rows {
+        for (seq, message_id, role, kind, text, tool_name) in rows {
             let Some(event) = events.iter_mut().find(|e| e.seq == seq) else {
                 continue;
             };
+            if event
+                .messages
+                .last()
+                .is_none_or(|m| m.message_id != message_id)
+            {
+                event.messages.push(EventMessage {
+                    message_id,
+                    role,
+                    blocks: Vec::new(),
+                });
+            }
+            let (Some(kind), Some(message)) = (kind, event.messages.last_mut()) else {
+                continue;
+            };
+            let text = text.unwrap_or_default();
             let text = if self.visible.is_some() {
                 quarry_udf::mask_credentials(&text).into_owned()
             } else {
                 text
             };
-            let excerpt = resolve::Excerpt::of(&text, resolve::MAX_TEXT);
-            event.messages.push(EventMessage {
-                message_id,
-                role,
+            let excerpt = resolve::Excerpt::of(&text, resolve::MAX_WINDOW_EXCERPT);
+            message.blocks.push(EventBlock {
+                kind,
+                tool_name,
                 text: excerpt.text,
                 truncated: excerpt.truncated,
             });
@@ -831,14 +876,23 @@ pub fn render_window(window: &EventWindow) -> String {
             event.kind
         ));
         for m in &event.messages {
-            let line = m.text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-            let short: String = line.chars().take(100).collect();
-            let cut = if short.len() < line.len() || m.text.lines().count() > 1 {
-                " …"
-            } else {
-                ""
-            };
-            out.push_str(&format!("           {}: {short}{cut}\n", m.role));
+            for b in &m.blocks {
+                let line = b.text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let short: String = line.chars().take(90).collect();
+                let cut = if short.len() < line.len() || b.text.lines().count() > 1 {
+                    " …"
+                } else {
+                    ""
+                };
+                let tool = b
+                    .tool_name
+                    .as_deref()
+                    .map_or(String::new(), |t| format!(" {t}"));
+                out.push_str(&format!(
+                    "            {} {}{tool}: {short}{cut}\n",
+                    m.role, b.kind
+                ));
+            }
         }
     }
     out

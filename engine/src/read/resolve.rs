@@ -17,6 +17,11 @@ use crate::error::Error;
 pub const MAX_TEXT: usize = 4000;
 /// The longest excerpt of a delegation's result or of its child's reply.
 pub const MAX_EXCERPT: usize = 2000;
+/// Messages in each of a delegation's parent windows (context before the call, follow-up after
+/// its result).
+pub const PARENT_WINDOW: usize = 3;
+/// The longest excerpt of one message in a parent window.
+pub const MAX_WINDOW_EXCERPT: usize = 1000;
 
 /// What a ref resolves to (the spec's `PublicRefResolutionPayload`, in quarry's fields).
 #[derive(Debug, Clone, Serialize)]
@@ -59,6 +64,30 @@ pub struct Evidence {
     pub dispatch_result: Option<Excerpt>,
     /// The child session's last assistant message.
     pub child_excerpt: Option<Excerpt>,
+    /// The parent's messages before the delegating message (at most [`PARENT_WINDOW`]).
+    pub parent_context: ParentWindow,
+    /// The parent's messages after the one holding the result (at most [`PARENT_WINDOW`]).
+    pub parent_follow_up: ParentWindow,
+}
+
+/// A bounded window of the parent's messages.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ParentWindow {
+    /// The messages, in order, each text cut at [`MAX_WINDOW_EXCERPT`] characters.
+    pub messages: Vec<WindowMessage>,
+    /// Whether the parent has more messages beyond the window.
+    pub truncated: bool,
+}
+
+/// One message of a parent window.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowMessage {
+    /// Its id.
+    pub message_id: String,
+    /// Its role.
+    pub role: String,
+    /// Its text, bounded.
+    pub text: Excerpt,
 }
 
 /// A bounded excerpt.
@@ -246,12 +275,93 @@ async fn evidence(
         }
         None => None,
     };
+    // The parent's windows: before the delegating message, and after the result's message.
+    let position = |sql: String| async move {
+        let (_, rows) = session.sql_rows(&sql).await?;
+        Ok::<_, Error>(
+            rows.into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next())
+                .and_then(|v| v.as_i64()),
+        )
+    };
+    let call_at = match text("parent_message_id") {
+        Some(m) => {
+            position(format!(
+                "SELECT position FROM messages WHERE message_id = {}",
+                literal(&m)
+            ))
+            .await?
+        }
+        None => None,
+    };
+    let result_at = position(format!(
+        "SELECT m.position FROM blocks b JOIN messages m ON m.message_id = b.message_id \
+         WHERE b.session_id = {} AND b.type = 'tool_result' AND b.tool_id = {} \
+         ORDER BY m.position LIMIT 1",
+        literal(&parent),
+        literal(&tool_id)
+    ))
+    .await?;
+    let parent_context = match call_at {
+        Some(at) => window(session, &parent, &format!("position < {at}"), "DESC").await?,
+        None => ParentWindow::default(),
+    };
+    let parent_follow_up = match result_at.or(call_at) {
+        Some(at) => window(session, &parent, &format!("position > {at}"), "ASC").await?,
+        None => ParentWindow::default(),
+    };
     Ok(Evidence {
         instruction: text("instruction"),
         mapping_state: text("mapping_state"),
         result_status: text("result_status"),
         dispatch_result: dispatch.map(|t| Excerpt::of(&t, MAX_EXCERPT)),
         child_excerpt: reply.map(|t| Excerpt::of(&t, MAX_EXCERPT)),
+        parent_context,
+        parent_follow_up,
+    })
+}
+
+/// Up to [`PARENT_WINDOW`] messages of `parent` where `condition` holds, nearest first in
+/// `order` (`DESC`: the ones just before), given back in conversation order.
+async fn window(
+    session: &Session,
+    parent: &str,
+    condition: &str,
+    order: &str,
+) -> Result<ParentWindow, Error> {
+    let (_, rows) = session
+        .sql_rows(&format!(
+            "SELECT message_id, role, text FROM messages WHERE session_id = {} AND {condition} \
+             ORDER BY position {order} LIMIT {}",
+            literal(parent),
+            PARENT_WINDOW + 1
+        ))
+        .await?;
+    let truncated = rows.len() > PARENT_WINDOW;
+    let mut messages: Vec<WindowMessage> = rows
+        .into_iter()
+        .take(PARENT_WINDOW)
+        .map(|r| {
+            let field = |i: usize| {
+                r.get(i)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            WindowMessage {
+                message_id: field(0),
+                role: field(1),
+                text: Excerpt::of(&field(2), MAX_WINDOW_EXCERPT),
+            }
+        })
+        .collect();
+    if order == "DESC" {
+        messages.reverse();
+    }
+    Ok(ParentWindow {
+        messages,
+        truncated,
     })
 }
 
@@ -283,6 +393,21 @@ pub fn render(resolution: &Resolution) -> String {
                     let cut = if x.truncated { " …" } else { "" };
                     let first = x.text.lines().next().unwrap_or("");
                     out.push_str(&format!("  {name}: {first}{cut} ({} chars)\n", x.chars));
+                }
+            }
+            for (name, w) in [
+                ("parent context", &e.parent_context),
+                ("parent follow-up", &e.parent_follow_up),
+            ] {
+                let more = if w.truncated { ", more beyond" } else { "" };
+                out.push_str(&format!(
+                    "  {name} ({} messages{more}):\n",
+                    w.messages.len()
+                ));
+                for m in &w.messages {
+                    let first = m.text.text.lines().next().unwrap_or("");
+                    let short: String = first.chars().take(100).collect();
+                    out.push_str(&format!("    {}: {short}\n", m.role));
                 }
             }
         }
