@@ -405,7 +405,8 @@ pub fn render(resolution: &Resolution) -> String {
                     w.messages.len()
                 ));
                 for m in &w.messages {
-                    let first = m.text.text.lines().next().unwrap_or("");
+                    let first = m.text.text.lines().find(|l| !l.trim().is_empty());
+                    let first = first.unwrap_or("(no text: tool calls or results only)");
                     let short: String = first.chars().take(100).collect();
                     out.push_str(&format!("    {}: {short}\n", m.role));
                 }
