@@ -499,8 +499,38 @@ fn each_read_error_has_its_exit_code_and_status() {
     use crate::server::{Server, add_token, encode, request};
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("a.db");
-    ingest(&archive, &[&fixture("gemini-rewind-chain")]);
+    // Two Codex rollouts that each say they were forked from the other: a lineage cycle.
+    let cycle = dir.path().join("cycle");
+    std::fs::create_dir_all(&cycle).unwrap();
+    for (me, other) in [("c1", "c2"), ("c2", "c1")] {
+        let id = |n: &str| format!("019fd000-0000-7000-8000-0000000000{n}");
+        let meta = serde_json::json!({"timestamp": "2026-09-02T10:00:00.000Z", "type": "session_meta",
+            "payload": {"id": id(me), "forked_from_id": id(other), "timestamp": "2026-09-02T10:00:00.000Z",
+                        "cwd": "/w", "originator": "codex_cli_rs", "cli_version": "0.146.0"}});
+        let prompt = serde_json::json!({"timestamp": "2026-09-02T10:00:01.000Z", "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}});
+        std::fs::write(
+            cycle.join(format!("rollout-2026-09-02T10-00-00-{}.jsonl", id(me))),
+            format!("{meta}\n{prompt}\n"),
+        )
+        .unwrap();
+    }
+    ingest(&archive, &[&fixture("gemini-rewind-chain"), &cycle]);
     let a = archive.to_str().unwrap();
+    const LOOP: &str = "codex-session:019fd000-0000-7000-8000-0000000000c1";
+    // `quarry mcp --session` naming no session.
+    let out = run(&[
+        "--archive",
+        a,
+        "--format",
+        "json",
+        "mcp",
+        "--session",
+        "nothing-here",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "session_not_found", "{body}");
     use serde_json::json;
     // (CLI arguments after `read`, HTTP query of /api/read or /api/search, MCP tool and
     // arguments, code, status)
@@ -558,6 +588,13 @@ fn each_read_error_has_its_exit_code_and_status() {
             format!("read?ref={}&cursor=not-a-cursor", encode(CHAIN_ID)),
             ("read", json!({"ref": CHAIN_ID, "cursor": "not-a-cursor"})),
             "invalid_cursor",
+            409,
+        ),
+        (
+            vec!["read", LOOP, "--lineage"],
+            format!("read?ref={}&lineage=true", encode(LOOP)),
+            ("lineage", json!({"ref": LOOP})),
+            "invalid_lineage",
             409,
         ),
         (
