@@ -790,3 +790,69 @@ async fn q_transcript(
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_resumed_session_continues_the_one_it_replays_in_either_ingest_order() {
+    let accounting = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/accounting");
+    let original = accounting
+        .join("claude/projects/-home-dev-acme/11111111-1111-4111-8111-111111111111.jsonl");
+    let resumed = accounting
+        .join("resumed/projects/-home-dev-acme/22222222-2222-4222-8222-222222222222.jsonl");
+    let first = "claude-code-session:11111111-1111-4111-8111-111111111111";
+    let second = "claude-code-session:22222222-2222-4222-8222-222222222222";
+    // By hand from the files: the resumed session replays u1, a1, a2 (response msg_A) of the
+    // first and goes on after the first's last record; the first replays nothing.
+    for order in [[&original, &resumed], [&resumed, &original]] {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("a.db");
+        for file in order {
+            ingest(&archive, &[file.as_path()]);
+        }
+        let conn = crate::support::open(&archive);
+        let link = |id: &str| -> (Option<String>, String, Option<String>) {
+            conn.query_row(
+                "SELECT parent_session_id, root_session_id, branch_type FROM sessions \
+                 WHERE session_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap()
+        };
+        assert_eq!(link(first), (None, first.to_string(), None));
+        assert_eq!(
+            link(second),
+            (
+                Some(first.to_string()),
+                first.to_string(),
+                Some("continuation".to_string())
+            )
+        );
+        let q = open_as(&archive, "admin");
+        let ReadAnswer::Lineage(t) = runtime()
+            .block_on(q.read(&ReadRequest::Lineage(second.into())))
+            .unwrap()
+        else {
+            panic!("not a lineage")
+        };
+        assert!(t.complete);
+        assert_eq!(t.ancestors[0].header.session_id, first);
+    }
+    // A Codex fork written before rollouts named their origin replays its parent's responses
+    // (the same cumulative totals): it continues the parent.
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    ingest(&archive, &[&accounting.join("codex")]);
+    let conn = crate::support::open(&archive);
+    let parent: Option<String> = conn
+        .query_row(
+            "SELECT parent_session_id FROM sessions \
+             WHERE session_id = 'codex-session:019c0000-0000-7000-8000-00000000000b'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        parent.as_deref(),
+        Some("codex-session:019c0000-0000-7000-8000-00000000000a")
+    );
+}

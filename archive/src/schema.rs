@@ -497,6 +497,31 @@ pub const RESOLVE_USAGE: &[&str] = &[
      WHERE rank = 1",
     "INSERT OR IGNORE INTO temp.affected_sessions
          SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
+    // Continuations: a session whose transcript replays responses another session recorded
+    // (a resumed or forked session: the same response ids) continues the session that ended
+    // before it and holds the latest of them. Only sessions whose source names no parent are
+    // linked so; each holder of a touched response is looked at again.
+    "INSERT OR IGNORE INTO temp.affected_sessions
+         SELECT session_id FROM usage_records
+         WHERE response_key IN (SELECT key FROM temp.affected_keys) AND recorded_via = 'transcript'",
+    "UPDATE sessions SET parent_session_id = c.parent,
+            root_session_id = COALESCE(
+                (SELECT COALESCE(p.root_session_id, p.session_id) FROM sessions p
+                 WHERE p.session_id = c.parent), sessions.session_id),
+            branch_type = CASE WHEN c.parent IS NULL THEN NULL ELSE 'continuation' END
+     FROM (SELECT a.session_id AS id,
+                  (SELECT o.session_id FROM usage_records r
+                   JOIN usage_records o ON o.response_key = r.response_key
+                        AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
+                   JOIN sessions t ON t.session_id = o.session_id
+                   JOIN sessions s ON s.session_id = r.session_id
+                   WHERE r.session_id = a.session_id AND r.recorded_via = 'transcript'
+                     AND t.updated_at < s.updated_at
+                   ORDER BY r.seq DESC, t.updated_at DESC, t.session_id LIMIT 1) AS parent
+           FROM temp.affected_sessions a) c
+     WHERE sessions.session_id = c.id
+       AND (sessions.parent_session_id IS NULL OR sessions.branch_type = 'continuation')
+       AND sessions.parent_session_id IS NOT c.parent",
     "UPDATE OR IGNORE sessions SET (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
                           cache_write_5m_tokens, cache_write_1h_tokens) =
          (SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),

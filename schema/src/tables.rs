@@ -116,7 +116,7 @@ const SESSIONS: Table = Table {
         opt(
             "parent_session_id",
             Text,
-            "the parent session for subagents and sidechains (recorded even when the parent is not in the archive; the ingest summary lists such sessions)",
+            "the parent session for subagents, sidechains and forks (recorded even when the parent is not in the archive; the ingest summary lists such sessions), and for a continuation the session it continues",
         ),
         req(
             "root_session_id",
@@ -126,7 +126,7 @@ const SESSIONS: Table = Table {
         opt(
             "branch_type",
             Text,
-            "`subagent` (a Claude Code subagent, a Codex thread spawned by another), `sidechain`, `compaction` (Claude Code `agent-acompact-*` runs), `fork` (a Codex rollout naming the one it was forked from, `forked_from_id`), or NULL for a main session",
+            "`subagent` (a Claude Code subagent, a Codex thread spawned by another), `sidechain`, `compaction` (Claude Code `agent-acompact-*` runs), `fork` (a Codex rollout naming the one it was forked from, `forked_from_id`), `continuation` (a resumed or forked session whose transcript replays responses of the session it continues, which ended before it), or NULL for a main session",
         ),
         masked(opt(
             "title",
