@@ -143,6 +143,7 @@ fn audit_text(request: &SearchRequest) -> String {
 
 async fn run(session: &Session, request: &SearchRequest) -> Result<SearchEnvelope, Error> {
     let job = Job::prepare(session, request).await?;
+    let _stop = job.interrupt.on_drop();
     blocking(move || job.run()).await
 }
 
@@ -184,6 +185,7 @@ pub(crate) async fn ranked_page(
     };
     let mut job = Job::prepare(session, &request).await?;
     job.page_size = limit;
+    let _stop = job.interrupt.on_drop();
     blocking(move || job.run()).await
 }
 
@@ -194,6 +196,7 @@ pub(crate) async fn matching_sessions(
     request: &SearchRequest,
 ) -> Result<(String, Lane, HashSet<String>), Error> {
     let job = Job::prepare(session, request).await?;
+    let _stop = job.interrupt.on_drop();
     blocking(move || {
         let sessions = job.read(|job, conn| job.matching(conn))?;
         Ok((job.search.normalized, job.lane, sessions))
@@ -226,6 +229,8 @@ fn checked_cursor(token: &str, lane: Lane, digest: &str) -> Result<Cursor, Error
 /// The blocking part of a search: everything read in one SQLite read transaction.
 struct Job {
     archive: PathBuf,
+    /// Stops the search's SQLite work when its request goes away (a time limit, a client gone).
+    interrupt: crate::engine::Interrupt,
     scope_key: String,
     engine: Arc<crate::engine::Engine>,
     guard: bool,
@@ -312,6 +317,7 @@ impl Job {
         };
         Ok(Job {
             archive: session.engine().path().to_path_buf(),
+            interrupt: crate::engine::Interrupt::default(),
             scope_key: scope.identity(),
             engine: session.engine().clone(),
             guard: !scope.is_admin(),
@@ -339,6 +345,7 @@ impl Job {
     ) -> Result<T, Error> {
         let archive_error = |e: rusqlite::Error| Error::archive(&self.archive, e);
         let conn = crate::engine::read_only(&self.archive).map_err(archive_error)?;
+        self.interrupt.install(&conn);
         quarry_fts5::register(&conn).map_err(archive_error)?;
         conn.execute_batch("BEGIN").map_err(archive_error)?;
         let answer = work(self, &conn);
@@ -357,6 +364,7 @@ impl Job {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         let open = || -> Option<Connection> {
             let conn = crate::engine::read_only(&self.archive).ok()?;
+            self.interrupt.install(&conn);
             quarry_fts5::register(&conn).ok()?;
             conn.execute_batch("BEGIN").ok()?;
             let at = quarry_archive::read_generation(&conn).ok()?;
