@@ -393,9 +393,10 @@ pub struct ReadArgs {
     /// What to read: `session:ID`, or a session's id, native id or a unique prefix of one.
     #[arg(value_name = "REF")]
     pub reference: String,
-    /// The seq of the source record to read, with its neighbours.
-    #[arg(long, value_name = "SEQ", allow_negative_numbers = true)]
-    pub around: Option<i64>,
+    /// The source record to read, with its neighbours: its seq, or a message of the session
+    /// (`message:ID` or the id) for the record it was read from.
+    #[arg(long, value_name = "SEQ|MESSAGE", allow_negative_numbers = true)]
+    pub around: Option<String>,
     /// Records before it (0 to 200).
     #[arg(
         long,

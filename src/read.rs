@@ -17,7 +17,10 @@ pub fn run_read(cli: &Cli, args: ReadArgs) -> Result<(), Failure> {
     let json = cli.format() == Format::Json;
     let kind = quarry::read::Ref::parse(&args.reference).map(|r| r.kind);
     let plain = args.around.is_none() && !args.lineage && args.trace.is_none();
-    let request = match (args.around, args.lineage) {
+    let request = match (
+        args.around.as_deref().map(quarry::read::Around::parse),
+        args.lineage,
+    ) {
         _ if args.resolve => ReadRequest::Resolve(args.reference),
         _ if plain && matches!(kind, Some(RefKind::Message | RefKind::Block)) => {
             ReadRequest::Context(args.reference)
@@ -29,9 +32,10 @@ pub fn run_read(cli: &Cli, args: ReadArgs) -> Result<(), Failure> {
             session: args.reference,
             seq: args.trace.unwrap_or_default(),
         }),
-        (Some(seq), _) => ReadRequest::Window(WindowRequest {
+        (Some(around), _) => ReadRequest::Window(WindowRequest {
             session: args.reference,
-            seq,
+            seq: around.seq(),
+            message: around.message(),
             before: args.before,
             after: args.after,
             surfaces: args.surface,

@@ -60,6 +60,7 @@ fn window(
         before,
         after,
         surfaces: Vec::new(),
+        message: None,
     }))
 }
 
@@ -92,6 +93,41 @@ fn windows_at_the_start_middle_and_end_hold_the_files_records() {
             assert_eq!(e.payload.as_ref(), Some(raw), "seq {}", e.seq);
         }
     }
+    // Around a message: the record it was read from. From the file: the first message is the
+    // first `user` record, the second the first `assistant` record.
+    let first_of = |kind: &str| want.iter().position(|(k, _)| k == kind).unwrap() as i64;
+    for (message, seq) in [("m0", first_of("user")), ("m1", first_of("assistant"))] {
+        let w = runtime()
+            .block_on(q.read_window(&WindowRequest {
+                session: ORPHAN_ID.into(),
+                seq: 0,
+                before: 1,
+                after: 1,
+                surfaces: Vec::new(),
+                message: Some(format!("message:{ORPHAN_ID}/{message}")),
+            }))
+            .unwrap();
+        assert_eq!(w.target.seq, seq, "{message}");
+        assert_eq!(
+            w.target.messages[0].message_id,
+            format!("{ORPHAN_ID}/{message}")
+        );
+    }
+    let err = runtime()
+        .block_on(q.read_window(&WindowRequest {
+            session: ORPHAN_ID.into(),
+            seq: 0,
+            before: 1,
+            after: 1,
+            surfaces: Vec::new(),
+            message: Some(format!("{PARENT_ID}/m0")),
+        }))
+        .unwrap_err();
+    assert_eq!(
+        err.code(),
+        "not_found",
+        "a message of another session: {err}"
+    );
     // A native id and a unique prefix name the same session.
     let by_prefix = window(
         &q,

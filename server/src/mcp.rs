@@ -368,6 +368,7 @@ impl McpServer {
             Some(seq) => ReadRequest::Window(quarry::read::WindowRequest {
                 session: args.r#ref,
                 seq,
+                message: None,
                 before: args.before.unwrap_or(5),
                 after: args.after.unwrap_or(5),
                 surfaces: args.surface.unwrap_or_default(),

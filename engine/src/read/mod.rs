@@ -116,7 +116,8 @@ pub struct EventBlock {
     pub kind: String,
     /// A tool call's or result's tool.
     pub tool_name: Option<String>,
-    /// Its text, at most [`resolve::MAX_WINDOW_EXCERPT`] characters (masked for a reader).
+    /// Its text (a tool call's: its command or path), at most [`resolve::MAX_WINDOW_EXCERPT`]
+    /// characters (masked for a reader).
     pub text: String,
     /// Whether the text was cut.
     pub truncated: bool,
@@ -150,6 +151,9 @@ pub struct WindowRequest {
     pub session: String,
     /// The target event's seq.
     pub seq: i64,
+    /// Instead of `seq`: the record a message of the session was read from (its id, with or
+    /// without `message:`).
+    pub message: Option<String>,
     /// Preceding events (0 to [`MAX_NEIGHBOURS`]).
     pub before: i64,
     /// Following events (0 to [`MAX_NEIGHBOURS`]).
@@ -157,6 +161,41 @@ pub struct WindowRequest {
     /// Only records on these surfaces (of [`SURFACES`]; empty: all); the bounds stay the
     /// window's.
     pub surfaces: Vec<String>,
+}
+
+/// What a window is around, as a caller writes it: a seq, or a message (`message:ID` or an id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Around {
+    /// A record's seq.
+    Seq(i64),
+    /// A message of the session: the record it was read from.
+    Message(String),
+}
+
+impl Around {
+    /// A number is a seq; anything else names a message.
+    pub fn parse(text: &str) -> Around {
+        match text.trim().parse() {
+            Ok(seq) => Around::Seq(seq),
+            Err(_) => Around::Message(text.trim().to_string()),
+        }
+    }
+
+    /// The seq (0 for a message: [`WindowRequest::message`] decides).
+    pub fn seq(&self) -> i64 {
+        match self {
+            Around::Seq(seq) => *seq,
+            Around::Message(_) => 0,
+        }
+    }
+
+    /// The message, if it is one.
+    pub fn message(&self) -> Option<String> {
+        match self {
+            Around::Seq(_) => None,
+            Around::Message(m) => Some(m.clone()),
+        }
+    }
 }
 
 /// A descendant in a lineage trace (the spec's `SessionLineageNode`).
@@ -619,6 +658,14 @@ impl Reader {
         let session = self
             .header(conn, &id)?
             .ok_or_else(|| Error::SessionNotFound(id.clone()))?;
+        let target_seq = match &request.message {
+            Some(message) => self.message_seq(conn, &id, message)?,
+            None => request.seq,
+        };
+        let request = &WindowRequest {
+            seq: target_seq,
+            ..request.clone()
+        };
         let (start, end) = (
             request.seq.saturating_sub(request.before),
             request.seq.saturating_add(request.after),
@@ -676,6 +723,34 @@ impl Reader {
         })
     }
 
+    /// The seq of the record message `message` of session `id` was read from. A message of
+    /// another session, or one the scope does not see, is `not_found` as one that does not
+    /// exist; a message whose record is not known (an export archived before schema version 5
+    /// and not read since) is `event_not_found`.
+    fn message_seq(&self, conn: &Connection, id: &str, message: &str) -> Result<i64, Error> {
+        let message = message.strip_prefix("message:").unwrap_or(message);
+        let found: Option<(Option<i64>, bool)> = conn
+            .prepare_cached(
+                "SELECT event_seq, hidden FROM messages WHERE message_id = ?1 AND session_id = ?2",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![message, id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(|e| self.failed(e))?;
+        match found {
+            Some((seq, hidden)) if !(hidden && self.visible.is_some()) => {
+                seq.ok_or_else(|| Error::EventNotFound {
+                    session: id.to_string(),
+                    seq: -1,
+                })
+            }
+            _ => Err(Error::NotFound(format!(
+                "no message `{message}` in session `{id}` in this scope"
+            ))),
+        }
+    }
+
     /// Gives each record of `events` (seqs `start` to `end`) the messages read from it with
     /// their blocks, texts bounded and, for a reader, masked (hidden messages left out).
     fn attach_messages(
@@ -701,7 +776,8 @@ impl Reader {
         );
         let rows: Vec<Row> = conn
             .prepare_cached(&format!(
-                "SELECT m.event_seq, m.message_id, m.role, b.type, b.text, b.tool_name \
+                "SELECT m.event_seq, m.message_id, m.role, b.type, \
+                 COALESCE(NULLIF(b.text, ''), b.tool_command, b.tool_path, ''), b.tool_name \
                  FROM messages m LEFT JOIN blocks b \
                    ON b.session_id = m.session_id AND b.message_id = m.message_id \
                  WHERE m.session_id = ?1 AND m.event_seq BETWEEN ?2 AND ?3{hidden} \

@@ -440,7 +440,8 @@ struct ReadParams {
     limit: Option<usize>,
     /// A transcript page's `next_cursor`.
     cursor: Option<String>,
-    around: Option<i64>,
+    /// A record's seq, or a message of the session.
+    around: Option<String>,
     before: Option<i64>,
     after: Option<i64>,
     /// Comma-separated surfaces a window keeps.
@@ -479,7 +480,8 @@ impl ReadParams {
         {
             return Ok((ReadRequest::Context(self.r#ref), timeout));
         }
-        let request = match (self.around, self.lineage) {
+        let around = self.around.as_deref().map(quarry::read::Around::parse);
+        let request = match (around, self.lineage) {
             (None, false) if !window => ReadRequest::Transcript(TranscriptRequest {
                 session: self.r#ref,
                 page_size: self.limit,
@@ -491,9 +493,10 @@ impl ReadParams {
                         .into(),
                 ));
             }
-            (Some(seq), false) => ReadRequest::Window(WindowRequest {
+            (Some(around), false) => ReadRequest::Window(WindowRequest {
                 session: self.r#ref,
-                seq,
+                seq: around.seq(),
+                message: around.message(),
                 before: self.before.unwrap_or(5),
                 after: self.after.unwrap_or(5),
                 surfaces: self
