@@ -24,10 +24,8 @@ differently from the nearest rank). A difference is printed and the exit status 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import shutil
-import signal
 import sqlite3
 import statistics
 import subprocess
@@ -40,6 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import answers  # noqa: E402
+import loopback  # noqa: E402
 
 SEED = 7
 
@@ -134,39 +133,22 @@ def prepare(quarry: str, work: Path, messages: int) -> tuple[Path, Path]:
     return archive, snapshot
 
 
-class Server:
-    """`quarry serve` on loopback with one admin token."""
+class Server(loopback.Server):
+    """`quarry serve` over the snapshot in zone `tz`."""
 
     def __init__(self, quarry: str, archive: Path, work: Path, tz: str, tag: str):
-        tokens = work / f"tokens-{tag}.toml"
-        tokens.unlink(missing_ok=True)
-        out = must([quarry, "--archive", archive, "token", "add", "bench", "--scope", "admin",
-                    "--tokens", tokens])
-        self.token = out.stdout.strip().splitlines()[-1]
-        self.process = subprocess.Popen(
-            [quarry, "--archive", str(archive), "--source", "snapshot", "--tz", tz, "serve",
-             "--listen", "127.0.0.1:0", "--tokens", str(tokens), "--timeout", "300s"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        address = self.process.stdout.readline().strip().removeprefix("listening on http://")
-        host, port = address.rsplit(":", 1)
-        self.connection = http.client.HTTPConnection(host, int(port), timeout=600)
+        super().__init__(quarry, archive, work, tag=tag,
+                         global_flags=("--source", "snapshot", "--tz", tz),
+                         serve_flags=("--timeout", "300s"))
 
     def ask(self, expression: str) -> tuple[float, list]:
         query = urllib.parse.urlencode({"expression": expression, "limit": 100000})
-        started = time.perf_counter()
-        self.connection.request("GET", f"/api/query-units?{query}",
-                                headers={"Authorization": f"Bearer {self.token}"})
-        response = self.connection.getresponse()
-        body = response.read()
-        seconds = time.perf_counter() - started
-        if response.status != 200:
-            raise SystemExit(f"quarry answered {response.status}: {body[:500]!r}")
+        seconds, status, body = self.get(f"/api/query-units?{query}")
+        if status != 200:
+            raise SystemExit(f"quarry answered {status}: {body[:500]!r}")
         answer = json.loads(body)
         return seconds, answer["rows"]
 
-    def stop(self):
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=120)
 
 
 def peer(python: str, engine: str, files: str, tz: str, name: str, runs: int) -> tuple[list, list]:

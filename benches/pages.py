@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import http.client
 import io
 import json
 import shutil
@@ -26,6 +25,8 @@ import tempfile
 import time
 import urllib.parse
 from pathlib import Path
+
+import loopback
 
 QUESTIONS = [
     ("top 10 by output tokens", "messages where role:assistant | sort by output_tokens desc | limit 10", 10),
@@ -40,40 +41,20 @@ def must(argv):
     return subprocess.run([str(a) for a in argv], check=True, capture_output=True, text=True)
 
 
-class Server:
-    """`quarry serve` on loopback with one admin token."""
+class Server(loopback.Server):
+    """`quarry serve` with the paging limits of this benchmark."""
 
     def __init__(self, quarry: str, archive: Path, work: Path):
-        tokens = work / "tokens.toml"
-        tokens.unlink(missing_ok=True)
-        out = must([quarry, "--archive", archive, "token", "add", "bench", "--scope", "admin",
-                    "--tokens", tokens])
-        self.token = out.stdout.strip().splitlines()[-1]
-        self.process = subprocess.Popen(
-            [quarry, "--archive", str(archive), "serve", "--listen", "127.0.0.1:0",
-             "--tokens", str(tokens), "--timeout", "600s", "--max-rows", "10000"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        address = self.process.stdout.readline().strip().removeprefix("listening on http://")
-        host, port = address.rsplit(":", 1)
-        self.connection = http.client.HTTPConnection(host, int(port), timeout=600)
+        super().__init__(quarry, archive, work, serve_flags=("--timeout", "600s", "--max-rows", "10000"))
 
     def ask(self, expression: str, limit: int, accept: str, cursor: str | None = None):
         params = {"expression": expression, "limit": limit}
         if cursor:
             params["cursor"] = cursor
-        started = time.perf_counter()
-        self.connection.request("GET", "/api/query-units?" + urllib.parse.urlencode(params),
-                                headers={"Authorization": f"Bearer {self.token}", "Accept": accept})
-        response = self.connection.getresponse()
-        body = response.read()
-        seconds = time.perf_counter() - started
-        if response.status != 200:
-            raise SystemExit(f"{expression}: HTTP {response.status}: {body[:300]!r}")
+        seconds, status, body = self.get("/api/query-units?" + urllib.parse.urlencode(params), accept)
+        if status != 200:
+            raise SystemExit(f"{expression}: HTTP {status}: {body[:300]!r}")
         return seconds, body
-
-    def close(self):
-        self.process.terminate()
-        self.process.wait()
 
 
 def median_of(runs: int, ask) -> tuple[float, bytes]:
@@ -133,7 +114,7 @@ def main() -> int:
               f"{walk_seconds:.2f} s; streamed as CSV: {stream_seconds:.2f} s "
               f"({walk_seconds / stream_seconds:.1f}x)")
     finally:
-        server.close()
+        server.stop()
         if not args.work:
             shutil.rmtree(work)
     return 1 if problems else 0

@@ -21,7 +21,6 @@ The work folder is removed unless --work is given.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import shutil
 import sqlite3
@@ -31,6 +30,8 @@ import tempfile
 import time
 import urllib.parse
 from pathlib import Path
+
+import loopback
 
 ROLLOUT = "019c8a59"
 LARGEST = "fa812bfe-b295-4cca-9c2f-fdf01028cb46"
@@ -83,33 +84,13 @@ def corpus_part(args, work: Path) -> None:
         print(f"   jq -c raw file      {peer_jq:8.1f} ms")
 
 
-class Server:
-    """`quarry serve` on loopback with one admin token."""
-
-    def __init__(self, quarry: str, archive: Path, work: Path):
-        tokens = work / "tokens.toml"
-        tokens.unlink(missing_ok=True)
-        out = must([quarry, "--archive", archive, "token", "add", "bench", "--scope", "admin",
-                    "--tokens", tokens])
-        self.token = out.stdout.strip().splitlines()[-1]
-        self.process = subprocess.Popen(
-            [quarry, "--archive", str(archive), "serve", "--listen", "127.0.0.1:0",
-             "--tokens", str(tokens)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        address = self.process.stdout.readline().strip().removeprefix("listening on http://")
-        host, port = address.rsplit(":", 1)
-        self.connection = http.client.HTTPConnection(host, int(port), timeout=600)
+class Server(loopback.Server):
+    """`quarry serve` answering reads."""
 
     def read(self, query: str):
-        self.connection.request("GET", f"/api/read?{query}",
-                                headers={"Authorization": f"Bearer {self.token}"})
-        response = self.connection.getresponse()
-        body = response.read()
-        assert response.status == 200, (response.status, body[:300])
+        _, status, body = self.get(f"/api/read?{query}")
+        assert status == 200, (status, body[:300])
         return json.loads(body), len(body)
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait()
 
 
 def http_part(args, work: Path) -> None:

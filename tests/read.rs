@@ -96,33 +96,25 @@ fn windows_at_the_start_middle_and_end_hold_the_files_records() {
     // Around a message: the record it was read from. From the file: the first message is the
     // first `user` record, the second the first `assistant` record.
     let first_of = |kind: &str| want.iter().position(|(k, _)| k == kind).unwrap() as i64;
+    let around = |message: String| {
+        runtime().block_on(q.read_window(&WindowRequest {
+            session: ORPHAN_ID.into(),
+            seq: 0,
+            before: 1,
+            after: 1,
+            surfaces: Vec::new(),
+            message: Some(message),
+        }))
+    };
     for (message, seq) in [("m0", first_of("user")), ("m1", first_of("assistant"))] {
-        let w = runtime()
-            .block_on(q.read_window(&WindowRequest {
-                session: ORPHAN_ID.into(),
-                seq: 0,
-                before: 1,
-                after: 1,
-                surfaces: Vec::new(),
-                message: Some(format!("message:{ORPHAN_ID}/{message}")),
-            }))
-            .unwrap();
+        let w = around(format!("message:{ORPHAN_ID}/{message}")).unwrap();
         assert_eq!(w.target.seq, seq, "{message}");
         assert_eq!(
             w.target.messages[0].message_id,
             format!("{ORPHAN_ID}/{message}")
         );
     }
-    let err = runtime()
-        .block_on(q.read_window(&WindowRequest {
-            session: ORPHAN_ID.into(),
-            seq: 0,
-            before: 1,
-            after: 1,
-            surfaces: Vec::new(),
-            message: Some(format!("{PARENT_ID}/m0")),
-        }))
-        .unwrap_err();
+    let err = around(format!("{PARENT_ID}/m0")).unwrap_err();
     assert_eq!(
         err.code(),
         "not_found",

@@ -244,12 +244,15 @@ async fn evidence(
         text("parent_session_id").unwrap_or_default(),
         text("child_session_id"),
     );
-    let first = |sql: String| async move {
+    // The first column of a statement's first row.
+    let first_value = |sql: String| async move {
         let (_, rows) = session.sql_rows(&sql).await?;
+        Ok::<_, Error>(rows.into_iter().next().and_then(|r| r.into_iter().next()))
+    };
+    let first = |sql: String| async move {
         Ok::<_, Error>(
-            rows.into_iter()
-                .next()
-                .and_then(|r| r.into_iter().next())
+            first_value(sql)
+                .await?
                 .and_then(|v| v.as_str().map(str::to_string)),
         )
     };
@@ -277,13 +280,7 @@ async fn evidence(
     };
     // The parent's windows: before the delegating message, and after the result's message.
     let position = |sql: String| async move {
-        let (_, rows) = session.sql_rows(&sql).await?;
-        Ok::<_, Error>(
-            rows.into_iter()
-                .next()
-                .and_then(|r| r.into_iter().next())
-                .and_then(|v| v.as_i64()),
-        )
+        Ok::<_, Error>(first_value(sql).await?.and_then(|v| v.as_i64()))
     };
     let call_at = match text("parent_message_id") {
         Some(m) => {
