@@ -296,25 +296,17 @@ pub async fn read(session: &Session, request: &ReadRequest) -> Result<ReadAnswer
         ReadRequest::Lineage(r) => lineage(session, r).await.map(ReadAnswer::Lineage),
         ReadRequest::Context(r) => {
             let text = format!("read {r}");
-            audited(session, &text, |t: &Transcript| t.messages.len(), async {
-                let reader = Reader::new(session).await?;
-                let reference = r.clone();
-                let _stop = reader.interrupt.on_drop();
-                blocking(move || reader.read(|conn, reader| reader.context(conn, &reference))).await
-            })
-            .await
-            .map(ReadAnswer::Transcript)
+            let rows = |t: &Transcript| t.messages.len();
+            let work = |reader: &Reader, conn: &Connection, r: &String| reader.context(conn, r);
+            run(session, &text, rows, r.clone(), work)
+                .await
+                .map(ReadAnswer::Transcript)
         }
         ReadRequest::Trace(t) => {
             let text = format!("read {} --trace {}", t.session, t.seq);
-            audited(session, &text, |_: &EventTrace| 1, async {
-                let reader = Reader::new(session).await?;
-                let request = t.clone();
-                let _stop = reader.interrupt.on_drop();
-                blocking(move || reader.read(|conn, reader| reader.trace(conn, &request))).await
-            })
-            .await
-            .map(ReadAnswer::Trace)
+            run(session, &text, |_: &EventTrace| 1, t.clone(), Reader::trace)
+                .await
+                .map(ReadAnswer::Trace)
         }
         ReadRequest::Resolve(r) => {
             let text = format!("resolve {r}");
@@ -336,60 +328,56 @@ pub async fn transcript(
     request: &TranscriptRequest,
 ) -> Result<Transcript, Error> {
     let text = format!("read {}", request.session);
-    audited(session, &text, |t: &Transcript| t.messages.len(), async {
+    let rows = |t: &Transcript| t.messages.len();
+    run(session, &text, rows, request.clone(), Reader::transcript).await
+}
+
+/// Runs `work` over `request` in one read transaction of `session`'s archive, audited as
+/// `text` (`rows` counts what its answer holds); its SQLite work stops when the awaiting
+/// request goes away.
+async fn run<R, T>(
+    session: &Session,
+    text: &str,
+    rows: impl Fn(&T) -> usize,
+    request: R,
+    work: fn(&Reader, &Connection, &R) -> Result<T, Error>,
+) -> Result<T, Error>
+where
+    R: Send + 'static,
+    T: Send + 'static,
+{
+    audited(session, text, rows, async {
         let reader = Reader::new(session).await?;
-        let request = request.clone();
         let _stop = reader.interrupt.on_drop();
-        blocking(move || reader.read(|conn, reader| reader.transcript(conn, &request))).await
+        blocking(move || reader.read(|conn, reader| work(reader, conn, &request))).await
     })
     .await
 }
 
 /// The window `request` asks for, in `session`'s scope, audited.
 pub async fn window(session: &Session, request: &WindowRequest) -> Result<EventWindow, Error> {
+    let around = match &request.message {
+        Some(message) => message.clone(),
+        None => request.seq.to_string(),
+    };
     let text = format!(
-        "read {} --around {} --before {} --after {}",
-        request.session, request.seq, request.before, request.after
+        "read {} --around {around} --before {} --after {}",
+        request.session, request.before, request.after
     );
-    audited(session, &text, |w: &EventWindow| w.events.len(), async {
-        for (name, n) in [("before", request.before), ("after", request.after)] {
-            if !(0..=MAX_NEIGHBOURS).contains(&n) {
-                return Err(Error::InvalidWindow(format!(
-                    "--{name} {n} is out of range: a window takes 0 to {MAX_NEIGHBOURS} events on each side"
-                )));
-            }
-        }
-        if let Some(bad) = request
-            .surfaces
-            .iter()
-            .find(|s| !SURFACES.contains(&s.as_str()))
-        {
-            return Err(Error::InvalidSurface(format!(
-                "`{bad}` is not a surface: use {}",
-                SURFACES.join(", ")
-            )));
-        }
-        let reader = Reader::new(session).await?;
-        let request = request.clone();
-        let _stop = reader.interrupt.on_drop();
-        blocking(move || reader.read(|conn, reader| reader.window(conn, &request))).await
-    })
-    .await
+    let rows = |w: &EventWindow| w.events.len();
+    run(session, &text, rows, request.clone(), Reader::window).await
 }
 
 /// The lineage of the session `reference` names, in `session`'s scope, audited.
 pub async fn lineage(session: &Session, reference: &str) -> Result<LineageTrace, Error> {
     let text = format!("read {reference} --lineage");
-    audited(
+    let rows = |t: &LineageTrace| t.ancestors.len() + 1;
+    run(
         session,
         &text,
-        |t: &LineageTrace| t.ancestors.len() + 1,
-        async {
-            let reader = Reader::new(session).await?;
-            let reference = reference.to_string();
-            let _stop = reader.interrupt.on_drop();
-            blocking(move || reader.read(|conn, reader| reader.lineage(conn, &reference))).await
-        },
+        rows,
+        reference.to_string(),
+        |reader, conn, r: &String| reader.lineage(conn, r),
     )
     .await
 }
@@ -654,6 +642,23 @@ impl Reader {
     }
 
     fn window(&self, conn: &Connection, request: &WindowRequest) -> Result<EventWindow, Error> {
+        for (name, n) in [("before", request.before), ("after", request.after)] {
+            if !(0..=MAX_NEIGHBOURS).contains(&n) {
+                return Err(Error::InvalidWindow(format!(
+                    "--{name} {n} is out of range: a window takes 0 to {MAX_NEIGHBOURS} events on each side"
+                )));
+            }
+        }
+        if let Some(bad) = request
+            .surfaces
+            .iter()
+            .find(|s| !SURFACES.contains(&s.as_str()))
+        {
+            return Err(Error::InvalidSurface(format!(
+                "`{bad}` is not a surface: use {}",
+                SURFACES.join(", ")
+            )));
+        }
         let id = self.session_id(conn, &request.session)?;
         let session = self
             .header(conn, &id)?
