@@ -1,12 +1,27 @@
 """`quarry serve` on loopback with one admin token, for the benchmarks that ask a long-lived
-server (`pages.py`, `buckets.py`, `read.py`): one kept-alive connection, timed GETs."""
+server (`pages.py`, `buckets.py`, `read.py`): one kept-alive connection, timed GETs; and the
+generated archive they serve."""
 
 from __future__ import annotations
 
 import http.client
+import shutil
 import subprocess
 import time
 from pathlib import Path
+
+
+def generated_archive(quarry: str, archive: Path, messages: int, seed: int = 5) -> Path:
+    """`archive`, made once from `quarry gen --lean --messages N --seed S` (the generated files
+    removed once ingested)."""
+    if not archive.exists():
+        corpus = archive.parent / "generated"
+        print(f"== quarry gen --lean --messages {messages} --seed {seed}, ingest", flush=True)
+        for argv in ([quarry, "gen", "--lean", "--messages", messages, "--seed", seed, "--out", corpus],
+                     [quarry, "--archive", archive, "ingest", corpus, "--no-progress"]):
+            subprocess.run([str(a) for a in argv], check=True, capture_output=True, text=True)
+        shutil.rmtree(corpus)
+    return archive
 
 
 class Server:

@@ -72,13 +72,7 @@ def main() -> int:
     args = ap.parse_args()
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="quarry-pages-"))
     work.mkdir(parents=True, exist_ok=True)
-    archive = work / "archive.db"
-    if not archive.exists():
-        corpus = work / "corpus"
-        print(f"== quarry gen --lean --messages {args.messages} --seed 5, ingest", flush=True)
-        must([args.quarry, "gen", "--lean", "--messages", args.messages, "--seed", 5, "--out", corpus])
-        must([args.quarry, "--archive", archive, "ingest", corpus, "--no-progress"])
-        shutil.rmtree(corpus)
+    archive = loopback.generated_archive(args.quarry, work / "archive.db", args.messages)
     server = Server(args.quarry, archive, work)
     problems = 0
     try:

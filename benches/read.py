@@ -94,13 +94,7 @@ class Server(loopback.Server):
 
 
 def http_part(args, work: Path) -> None:
-    archive = work / f"tier-{args.messages}.db"
-    if not archive.exists():
-        corpus = work / "generated"
-        print(f"== quarry gen --lean --messages {args.messages} --seed 5, ingest", flush=True)
-        must([args.quarry, "gen", "--lean", "--messages", args.messages, "--seed", 5, "--out", corpus])
-        must([args.quarry, "--archive", archive, "ingest", corpus, "--no-progress"])
-        shutil.rmtree(corpus)
+    archive = loopback.generated_archive(args.quarry, work / f"tier-{args.messages}.db", args.messages)
     db = sqlite3.connect(f"file:{archive}?mode=ro", uri=True)
     session, messages = db.execute(
         "SELECT session_id, message_count FROM sessions ORDER BY message_count DESC, session_id LIMIT 1"

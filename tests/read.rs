@@ -345,12 +345,7 @@ fn the_cli_reads_windows_and_lineage_and_exits_with_each_errors_class() {
     assert!(out.status.success());
     let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(page["focus"], format!("{ORPHAN_ID}/m5"));
-    let positions: Vec<i64> = page["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["position"].as_i64().unwrap())
-        .collect();
+    let positions = crate::support::ints_of(&page["messages"], "position");
     assert_eq!(positions, (2..=8).collect::<Vec<i64>>());
     let out = run(&["--archive", archive, "read", &message]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -435,13 +430,7 @@ fn http_reads_in_the_tokens_scope_with_each_errors_status() {
     );
     let w = reply.json();
     let want: Vec<i64> = (0..=3.min(records - 1)).collect();
-    let got: Vec<i64> = w["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["seq"].as_i64().unwrap())
-        .collect();
-    assert_eq!(got, want);
+    assert_eq!(crate::support::ints_of(&w["events"], "seq"), want);
     assert!(
         w["events"]
             .as_array()

@@ -163,13 +163,7 @@ fn a_gemini_rewind_shows_its_replacement_chain() {
         "--surface",
         "shadowed",
     ]);
-    let seqs: Vec<i64> = w["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["seq"].as_i64().unwrap())
-        .collect();
-    assert_eq!(seqs, [2, 3, 4]);
+    assert_eq!(crate::support::ints_of(&w["events"], "seq"), [2, 3, 4]);
     assert_eq!(
         (w["startSeq"].clone(), w["endSeq"].clone()),
         (0.into(), 7.into())

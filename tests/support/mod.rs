@@ -172,3 +172,13 @@ pub fn table_names(tables: &serde_json::Value) -> Vec<&str> {
         .map(|t| t["name"].as_str().unwrap())
         .collect()
 }
+
+/// The integer `field` of each object of the JSON array `array` (`w["events"]`, `"seq"`).
+pub fn ints_of(array: &serde_json::Value, field: &str) -> Vec<i64> {
+    array
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|item| item[field].as_i64().expect("an integer field"))
+        .collect()
+}
