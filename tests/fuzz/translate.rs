@@ -600,6 +600,16 @@ fn aggregate_mode(q: &Query) -> Mode {
     }
 }
 
+/// Without a sort, a count's buckets come most rows first (ties in key order), unless a key is
+/// a time bucket: the index of that count among the metrics.
+fn default_count(q: &Query) -> Option<usize> {
+    let timed = q.group.iter().any(|k| matches!(k, Key::Bucket(_)));
+    if q.sort.is_some() || q.group.is_empty() || timed {
+        return None;
+    }
+    q.metrics.iter().position(|m| matches!(m.func, Stat::Count))
+}
+
 /// An aggregate: in SQLite when it can (UTC or fixed-offset buckets, the SQL aggregates), else
 /// the group's rows from SQLite and the rest in Rust.
 fn aggregate(q: &Query, zone: &Zone, from: &str, conn: &Connection) -> Result<Expected, String> {
@@ -665,7 +675,10 @@ fn aggregate(q: &Query, zone: &Zone, from: &str, conn: &Connection) -> Result<Ex
             n + i + 1,
             if *desc { "DESC" } else { "ASC" }
         ),
-        _ if n > 0 => format!(" ORDER BY {}", positions.join(", ")),
+        _ if n > 0 => match default_count(q) {
+            Some(i) => format!(" ORDER BY {} DESC, {}", n + i + 1, positions.join(", ")),
+            None => format!(" ORDER BY {}", positions.join(", ")),
+        },
         _ => String::new(),
     };
     let mut select = keys;
@@ -796,7 +809,15 @@ fn aggregate_in_rust(
             let c = n + i;
             out.sort_by(|a, b| nulls_last(&KeyValue::of(&a.1[c]), &KeyValue::of(&b.1[c]), *desc));
         }
-        _ => {}
+        // Key order, then (stable) most rows first when the default order counts.
+        _ => {
+            if let Some(i) = default_count(q) {
+                let c = n + i;
+                out.sort_by(|a, b| {
+                    nulls_last(&KeyValue::of(&a.1[c]), &KeyValue::of(&b.1[c]), true)
+                });
+            }
+        }
     }
     let rows = out.into_iter().map(|(_, r)| r).collect();
     Ok(answer(q, rows, aggregate_mode(q), sql, true))

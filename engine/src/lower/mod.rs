@@ -102,6 +102,8 @@ pub fn lower(
     let mut limit: Option<usize> = None;
     let mut attachments = Vec::new();
     let mut sort: Vec<SortExpr> = Vec::new();
+    // The buckets' key order, when aggregated (`sort by key`, and ties of a sorted page).
+    let mut bucket_keys: Vec<SortExpr> = Vec::new();
     let session_columns = session_refs(resolved);
     let mut joined_sessions = false;
     let paged = paging.is_some();
@@ -155,22 +157,21 @@ pub fn lower(
                     .collect::<Result<Vec<_>, _>>()?;
                 builder = builder.aggregate(group_exprs, metric_exprs)?;
                 aggregated = true;
-                // Buckets come out in key order unless a sort stage says otherwise.
-                sort = keys
+                bucket_keys = keys
                     .iter()
                     .map(|k| ident(key_label(k)).sort(true, true))
                     .collect();
+                sort = default_bucket_order(&keys, metrics);
             }
             PipelineStage::Sort { key, descending } => {
                 if !aggregated && !session_columns.is_empty() && !joined_sessions {
                     builder = join_sessions(builder, tables, unit, &session_columns)?;
                     joined_sessions = true;
                 }
-                let key_order = std::mem::take(&mut sort);
-                sort = sort_exprs(key, *descending, aggregated, resolved, &key_order)?;
+                sort = sort_exprs(key, *descending, aggregated, resolved, &bucket_keys)?;
                 if paged && aggregated {
                     // Pages by offset need one order: buckets tied on the sort come in key order.
-                    sort.extend(key_order);
+                    sort.extend(bucket_keys.iter().cloned());
                 }
                 builder = match paging {
                     // Only the last sort stage orders the pages.
@@ -333,6 +334,25 @@ fn column_expr(c: &ColumnRef) -> Result<Expr, LowerError> {
             "`{}` is not a column of the rows",
             c.field
         ))),
+    }
+}
+
+/// The order buckets come out in unless a sort stage says otherwise: the most rows first (ties
+/// in key order) when the aggregate counts rows; key order when it does not, and time order
+/// when a key is a time bucket.
+fn default_bucket_order(keys: &[GroupKey], metrics: &[Metric]) -> Vec<SortExpr> {
+    let by_key = keys.iter().map(|k| ident(key_label(k)).sort(true, true));
+    // (The same key order as `bucket_keys`.)
+    let timed = keys.iter().any(|k| matches!(k, GroupKey::Time { .. }));
+    let count = metrics
+        .iter()
+        .find(|m| m.function == AggFunction::Count)
+        .filter(|_| !timed && !keys.is_empty());
+    match count {
+        Some(count) => std::iter::once(ident(count.label.clone()).sort(false, false))
+            .chain(by_key)
+            .collect(),
+        None => by_key.collect(),
     }
 }
 
