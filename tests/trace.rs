@@ -669,6 +669,19 @@ fn codex_forks_and_spawned_threads_form_a_lineage() {
     assert_eq!(ancestors, [id(2), id(1)]);
     assert!(sub.complete);
     assert_eq!(sub.root.unwrap().header.session_id, id(1));
+    // Each one's root is the top of its lineage.
+    let conn = crate::support::open(&archive);
+    for n in [1, 2, 3] {
+        let root: String = conn
+            .query_row(
+                "SELECT root_session_id FROM sessions WHERE session_id = ?1",
+                [id(n)],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(root, id(1), "{n}");
+    }
+    drop(conn);
     let top = lineage(&id(1));
     assert_eq!(top.descendants.len(), 1);
     assert_eq!(top.descendants[0].session.header.session_id, id(2));
@@ -849,4 +862,157 @@ fn a_resumed_session_continues_the_one_it_replays_in_either_ingest_order() {
         parent.as_deref(),
         Some("codex-session:019c0000-0000-7000-8000-00000000000a")
     );
+}
+
+/// An engine whose scope is a conversation's own server (`quarry mcp --session ID`).
+fn pinned(archive: &Path, session: &str) -> quarry::Quarry {
+    let mut options = quarry::Options::new(archive);
+    options.scope = quarry::Scope::Reader(quarry::scope::ReaderScope::pinned(session));
+    quarry::Quarry::open(&options).unwrap()
+}
+
+#[test]
+fn a_pinned_conversation_does_not_reach_the_sessions_that_resumed_it() {
+    let accounting = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/accounting");
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    ingest(
+        &archive,
+        &[&accounting.join("claude"), &accounting.join("resumed")],
+    );
+    let first = "claude-code-session:11111111-1111-4111-8111-111111111111";
+    let subagent = "claude-code-session:11111111-1111-4111-8111-111111111111/agent-x1";
+    let resumed = "claude-code-session:22222222-2222-4222-8222-222222222222";
+    let q = pinned(&archive, first);
+    // Its own subagent reads; the session that resumed it later is not its conversation.
+    assert!(
+        runtime()
+            .block_on(q.read(&ReadRequest::Lineage(subagent.into())))
+            .is_ok()
+    );
+    let err = runtime()
+        .block_on(q.read(&ReadRequest::Lineage(resumed.into())))
+        .unwrap_err();
+    assert_eq!(err.code(), "session_not_found");
+    // Pinned to the resumed session: the session it continues is a header, no further.
+    let q = pinned(&archive, resumed);
+    let ReadAnswer::Lineage(t) = runtime()
+        .block_on(q.read(&ReadRequest::Lineage(resumed.into())))
+        .unwrap()
+    else {
+        panic!("not a lineage")
+    };
+    assert_eq!(t.ancestors.len(), 1);
+    assert!(t.ancestors[0].header_only);
+    assert_eq!(t.ancestors[0].header.session_id, first);
+    assert_eq!(t.ancestors[0].header.message_count, 0);
+    assert!(
+        t.descendants.is_empty(),
+        "the first's subagent is not the resumed one's"
+    );
+    let err = runtime()
+        .block_on(q.read(&ReadRequest::Lineage(first.into())))
+        .unwrap_err();
+    assert_eq!(err.code(), "session_not_found");
+}
+
+#[test]
+fn an_origin_that_goes_on_after_its_fork_does_not_continue_the_fork() {
+    // The accounting fork (…0b, 13:00) replays its parent (…0a, 12:00–12:02); here the parent
+    // goes on at 14:00, after the fork ended. By hand: the fork continues the parent, and the
+    // parent (which started first) continues nothing.
+    let accounting = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/accounting/codex");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("codex");
+    for entry in walkdir::WalkDir::new(&accounting) {
+        let entry = entry.unwrap();
+        let to = copy.join(entry.path().strip_prefix(&accounting).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+    let parent_file = walkdir::WalkDir::new(&copy)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .find(|p| p.to_string_lossy().ends_with("00000000000a.jsonl"))
+        .unwrap();
+    let later = serde_json::json!({"timestamp": "2026-02-23T14:00:00.000Z", "type": "response_item",
+        "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "One more thing."}]}});
+    let mut text = std::fs::read_to_string(&parent_file).unwrap();
+    text.push_str(&format!("{later}\n"));
+    std::fs::write(&parent_file, text).unwrap();
+    let archive = dir.path().join("a.db");
+    ingest(&archive, &[&copy]);
+    let conn = crate::support::open(&archive);
+    let parent_of = |id: &str| -> Option<String> {
+        conn.query_row(
+            "SELECT parent_session_id FROM sessions WHERE session_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let parent = "codex-session:019c0000-0000-7000-8000-00000000000a";
+    let fork = "codex-session:019c0000-0000-7000-8000-00000000000b";
+    assert_eq!(parent_of(parent), None);
+    assert_eq!(parent_of(fork).as_deref(), Some(parent));
+    let q = open_as(&archive, "admin");
+    assert!(
+        runtime()
+            .block_on(q.read(&ReadRequest::Lineage(parent.into())))
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_rewind_appended_to_a_gemini_session_makes_its_cursor_stale() {
+    let chain = walkdir::WalkDir::new(fixture("gemini-rewind-chain"))
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let lines: Vec<String> = std::fs::read_to_string(&chain)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("chats/session-2026-05-02T09-00-c4a1e2f0.jsonl");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    // Records 0–4 (the header, u1, g1 twice, g2): three messages.
+    std::fs::write(&file, lines[..5].join("\n") + "\n").unwrap();
+    let archive = dir.path().join("a.db");
+    ingest(&archive, &[&file]);
+    let a = archive.to_str().unwrap();
+    let page = |cursor: Option<&str>| {
+        let mut args = vec![
+            "--archive",
+            a,
+            "--format",
+            "json",
+            "read",
+            CHAIN_ID,
+            "--page-size",
+            "1",
+        ];
+        if let Some(c) = cursor {
+            args.extend(["--cursor", c]);
+        }
+        run(&args)
+    };
+    let first: Value = serde_json::from_slice(&page(None).stdout).unwrap();
+    let cursor = first["next_cursor"].as_str().unwrap().to_string();
+    // Growing by the rewind and what follows removes g1 and g2: the file grew, the session was
+    // replaced, so the cursor is stale.
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let summary = ingest(&archive, &[&file]);
+    assert_eq!(summary["files_rewritten"], 0, "{summary}");
+    let out = page(Some(&cursor));
+    assert_eq!(out.status.code(), Some(2));
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["code"], "stale_cursor", "{body}");
 }

@@ -498,13 +498,15 @@ pub const RESOLVE_USAGE: &[&str] = &[
     "INSERT OR IGNORE INTO temp.affected_sessions
          SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
     // Continuations: a session whose transcript replays responses another session recorded
-    // (a resumed or forked session: the same response ids) continues the session that ended
-    // before it and holds the latest of them. Only sessions whose source names no parent are
-    // linked so; each holder of a touched response is looked at again.
+    // (a resumed or forked session: the same response ids) continues the session holding the
+    // latest of them that came before it: started earlier, or at the same time (a resumed
+    // session replays its origin's first records) and ended earlier. That order is strict, so
+    // the links form no cycle. Only sessions whose source names no parent are linked so; each holder of a touched
+    // response is looked at again.
     "INSERT OR IGNORE INTO temp.affected_sessions
          SELECT session_id FROM usage_records
          WHERE response_key IN (SELECT key FROM temp.affected_keys) AND recorded_via = 'transcript'",
-    "UPDATE sessions SET parent_session_id = c.parent,
+    "UPDATE OR IGNORE sessions SET parent_session_id = c.parent,
             root_session_id = COALESCE(
                 (SELECT COALESCE(p.root_session_id, p.session_id) FROM sessions p
                  WHERE p.session_id = c.parent), sessions.session_id),
@@ -516,12 +518,32 @@ pub const RESOLVE_USAGE: &[&str] = &[
                    JOIN sessions t ON t.session_id = o.session_id
                    JOIN sessions s ON s.session_id = r.session_id
                    WHERE r.session_id = a.session_id AND r.recorded_via = 'transcript'
-                     AND t.updated_at < s.updated_at
-                   ORDER BY r.seq DESC, t.updated_at DESC, t.session_id LIMIT 1) AS parent
+                     AND (t.created_at < s.created_at
+                          OR (t.created_at = s.created_at AND t.updated_at < s.updated_at))
+                     AND t.parent_session_id IS NOT r.session_id
+                   ORDER BY r.seq DESC, t.created_at DESC, t.updated_at DESC, t.session_id
+                   LIMIT 1) AS parent
            FROM temp.affected_sessions a) c
      WHERE sessions.session_id = c.id
        AND (sessions.parent_session_id IS NULL OR sessions.branch_type = 'continuation')
        AND sessions.parent_session_id IS NOT c.parent",
+    // Roots: a session with a parent has its parent's root (the parent itself when the parent
+    // has none, the parent's id when the archive lacks it), for the sessions written and
+    // their children.
+    "INSERT OR IGNORE INTO temp.affected_sessions
+         SELECT session_id FROM sessions
+         WHERE parent_session_id IN (SELECT session_id FROM temp.affected_sessions)",
+    "UPDATE OR IGNORE sessions SET root_session_id = COALESCE(
+            (SELECT COALESCE(p.root_session_id, p.session_id) FROM sessions p
+             WHERE p.session_id = sessions.parent_session_id), sessions.parent_session_id)
+     WHERE parent_session_id IS NOT NULL
+       AND session_id IN (SELECT session_id FROM temp.affected_sessions)",
+    // Twice: a child updated before its parent in one pass reads the parent's old root.
+    "UPDATE OR IGNORE sessions SET root_session_id = COALESCE(
+            (SELECT COALESCE(p.root_session_id, p.session_id) FROM sessions p
+             WHERE p.session_id = sessions.parent_session_id), sessions.parent_session_id)
+     WHERE parent_session_id IS NOT NULL
+       AND session_id IN (SELECT session_id FROM temp.affected_sessions)",
     "UPDATE OR IGNORE sessions SET (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
                           cache_write_5m_tokens, cache_write_1h_tokens) =
          (SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),

@@ -302,7 +302,11 @@ async fn run(session: &Session, request: &FacetsRequest) -> Result<Facets, Error
             (Some(normalized), Some(lane.name()), Some(sessions))
         }
         None => match filter {
-            Some(filter) => (None, None, Some(session.session_ids(Some(filter)).await?)),
+            Some(filter) => (
+                None,
+                None,
+                Some(crate::search::filtered_sessions(session, filter).await?),
+            ),
             None => (None, None, None),
         },
     };

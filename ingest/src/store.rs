@@ -171,13 +171,33 @@ fn write_file_rows(
             .execute([id])?;
     }
     mark_affected(tx, keys.iter())?;
-    // A session that only grew keeps its replacement epoch; any other write starts a new one.
+    // A session that only grew keeps its replacement epoch: its file grew and its archived
+    // messages are the first of its new ones (same positions and records; a Gemini rewind
+    // appended to the file removes messages, so it does not). Any other write starts a new one.
     let mut kept_epochs: Vec<(String, i64)> = Vec::new();
     if stamp.grew {
-        let mut stmt =
+        let mut epoch_of =
             tx.prepare_cached("SELECT replacement_epoch FROM sessions WHERE session_id = ?1")?;
+        let mut messages_of = tx.prepare_cached(
+            "SELECT position, event_seq FROM messages WHERE session_id = ?1 ORDER BY position",
+        )?;
         for id in &old_ids {
-            if let Some(epoch) = stmt.query_row([id], |r| r.get(0)).optional()? {
+            let Some(epoch) = epoch_of.query_row([id], |r| r.get(0)).optional()? else {
+                continue;
+            };
+            let old: Vec<(i64, Option<i64>)> = messages_of
+                .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            let grown = sessions
+                .iter()
+                .find(|s| &s.session.session_id == id)
+                .is_some_and(|s| {
+                    old.len() <= s.messages.len()
+                        && old.iter().zip(&s.messages).all(|((position, seq), new)| {
+                            *position == new.position && *seq == Some(new.event_seq)
+                        })
+                });
+            if grown {
                 kept_epochs.push((id.clone(), epoch));
             }
         }

@@ -126,7 +126,7 @@ const SESSIONS: Table = Table {
         opt(
             "branch_type",
             Text,
-            "`subagent` (a Claude Code subagent, a Codex thread spawned by another), `sidechain`, `compaction` (Claude Code `agent-acompact-*` runs), `fork` (a Codex rollout naming the one it was forked from, `forked_from_id`), `continuation` (a resumed or forked session whose transcript replays responses of the session it continues, which ended before it), or NULL for a main session",
+            "`subagent` (a Claude Code subagent, a Codex thread spawned by another), `sidechain`, `compaction` (Claude Code `agent-acompact-*` runs), `fork` (a Codex rollout naming the one it was forked from, `forked_from_id`), `continuation` (a resumed or forked session whose transcript replays responses of the session it continues, which came before it), or NULL for a main session",
         ),
         masked(opt(
             "title",

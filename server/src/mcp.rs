@@ -353,11 +353,11 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         let mixed = match args.around {
             Some(_) => args.limit.is_some() || args.cursor.is_some(),
-            None => args.before.is_some() || args.after.is_some(),
+            None => args.before.is_some() || args.after.is_some() || args.surface.is_some(),
         };
         if mixed {
             let e = Error::BadRequest(
-                "`limit` and `cursor` page a transcript, `before` and `after` widen a window around `around`: give one or the other".into(),
+                "`limit` and `cursor` page a transcript, `before`, `after` and `surface` shape a window around `around`: give one or the other".into(),
             );
             return Ok(tool_error(&e, Some(&args.r#ref)));
         }

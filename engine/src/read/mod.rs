@@ -415,8 +415,8 @@ struct Reader {
     pinned: Option<String>,
 }
 
-/// Session `root` and every session whose parent chain leads to it, among those the archive
-/// holds.
+/// Session `root` and the sessions it started (subagents, sidechains, compactions), theirs too,
+/// among those the archive holds: not the sessions that resumed or forked it later.
 fn conversation(
     archive: &std::path::Path,
     root: &str,
@@ -428,7 +428,8 @@ fn conversation(
     let ids: Vec<String> = conn
         .prepare(
             "WITH RECURSIVE c(id) AS (SELECT session_id FROM sessions WHERE session_id = ?1 \
-             UNION SELECT s.session_id FROM sessions s JOIN c ON s.parent_session_id = c.id) \
+             UNION SELECT s.session_id FROM sessions s JOIN c ON s.parent_session_id = c.id \
+             WHERE s.branch_type IN ('subagent', 'sidechain', 'compaction')) \
              SELECT id FROM c",
         )
         .and_then(|mut s| s.query_map([root], |r| r.get(0))?.collect())
@@ -771,67 +772,63 @@ impl Reader {
         } else {
             ""
         };
-        type Row = (
-            i64,
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        );
-        let rows: Vec<Row> = conn
+        // The messages read from the window's records, then their blocks (the session's, read
+        // by its index, kept for those messages).
+        let messages: Vec<(i64, String, String)> = conn
             .prepare_cached(&format!(
-                "SELECT m.event_seq, m.message_id, m.role, b.type, \
-                 COALESCE(NULLIF(b.text, ''), b.tool_command, b.tool_path, ''), b.tool_name \
-                 FROM messages m LEFT JOIN blocks b \
-                   ON b.session_id = m.session_id AND b.message_id = m.message_id \
+                "SELECT m.event_seq, m.message_id, m.role FROM messages m \
                  WHERE m.session_id = ?1 AND m.event_seq BETWEEN ?2 AND ?3{hidden} \
-                 ORDER BY m.position, b.position"
+                 ORDER BY m.position"
             ))
             .and_then(|mut s| {
                 s.query_map(params![id, start, end], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
                 })?
                 .collect()
             })
             .map_err(|e| self.failed(e))?;
-        for (seq, message_id, role, kind, text, tool_name) in rows {
-            let Some(event) = events.iter_mut().find(|e| e.seq == seq) else {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let wanted: HashSet<&str> = messages.iter().map(|(_, m, _)| m.as_str()).collect();
+        let mut blocks: std::collections::HashMap<String, Vec<EventBlock>> =
+            std::collections::HashMap::new();
+        let failed = |e| self.failed(e);
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT message_id, type, COALESCE(NULLIF(text, ''), tool_command, tool_path, ''), \
+                 tool_name FROM blocks WHERE session_id = ?1 ORDER BY message_id, position",
+            )
+            .map_err(failed)?;
+        let mut rows = stmt.query([id]).map_err(failed)?;
+        while let Some(r) = rows.next().map_err(failed)? {
+            let message: String = r.get(0).map_err(failed)?;
+            if !wanted.contains(message.as_str()) {
                 continue;
-            };
-            if event
-                .messages
-                .last()
-                .is_none_or(|m| m.message_id != message_id)
-            {
-                event.messages.push(EventMessage {
-                    message_id,
-                    role,
-                    blocks: Vec::new(),
-                });
             }
-            let (Some(kind), Some(message)) = (kind, event.messages.last_mut()) else {
-                continue;
-            };
-            let text = text.unwrap_or_default();
+            let text: String = r.get(2).map_err(failed)?;
             let text = if self.visible.is_some() {
                 quarry_udf::mask_credentials(&text).into_owned()
             } else {
                 text
             };
             let excerpt = resolve::Excerpt::of(&text, resolve::MAX_WINDOW_EXCERPT);
-            message.blocks.push(EventBlock {
-                kind,
-                tool_name,
+            blocks.entry(message).or_default().push(EventBlock {
+                kind: r.get(1).map_err(failed)?,
+                tool_name: r.get(3).map_err(failed)?,
                 text: excerpt.text,
                 truncated: excerpt.truncated,
+            });
+        }
+        for (seq, message_id, role) in messages {
+            let Some(event) = events.iter_mut().find(|e| e.seq == seq) else {
+                continue;
+            };
+            let blocks = blocks.remove(&message_id).unwrap_or_default();
+            event.messages.push(EventMessage {
+                message_id,
+                role,
+                blocks,
             });
         }
         Ok(())
@@ -855,6 +852,11 @@ impl Reader {
                 )));
             }
             match self.record(conn, &p)? {
+                // A pinned conversation sees the session around it as a header, and no further.
+                Some(record) if record.header_only => {
+                    unresolved = record.header.parent_session_id.clone();
+                    ancestors.push(record);
+                }
                 Some(record) => {
                     parent = record.header.parent_session_id.clone();
                     ancestors.push(record);

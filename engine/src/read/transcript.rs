@@ -200,14 +200,18 @@ impl Reader {
     /// that does not exist.
     pub(super) fn context(&self, conn: &Connection, reference: &str) -> Result<Transcript, Error> {
         let parsed = super::Ref::parse(reference);
-        let sql = match parsed.as_ref().map(|r| r.kind) {
+        // Ids hold their session (`<session>/m<n>`, `<message>/b<n>`): each lookup reads the
+        // session's rows by its index.
+        let parsed_kind = parsed.as_ref().map(|r| r.kind);
+        let sql = match parsed_kind {
             Some(super::RefKind::Message) => {
                 "SELECT session_id, message_id, position, hidden FROM messages \
-                 WHERE message_id = ?1"
+                 WHERE session_id = ?2 AND message_id = ?1"
             }
             Some(super::RefKind::Block) => {
                 "SELECT m.session_id, m.message_id, m.position, m.hidden FROM blocks b \
-                 JOIN messages m ON m.message_id = b.message_id WHERE b.block_id = ?1"
+                 JOIN messages m ON m.session_id = b.session_id AND m.message_id = b.message_id \
+                 WHERE b.session_id = ?2 AND b.block_id = ?1"
             }
             _ => {
                 return Err(Error::BadRequest(format!(
@@ -216,11 +220,21 @@ impl Reader {
             }
         };
         let id = parsed.map(|r| r.id).unwrap_or_default();
+        let message_of_block = |id: &str| id.rsplit_once("/b").map(|(m, _)| m.to_string());
+        let message = match parsed_kind {
+            Some(super::RefKind::Block) => message_of_block(&id).unwrap_or_default(),
+            _ => id.clone(),
+        };
+        let owner = message
+            .rsplit_once("/m")
+            .map_or(String::new(), |(session, _)| session.to_string());
         let found: Option<(String, String, i64, bool)> = conn
             .prepare_cached(sql)
             .and_then(|mut s| {
-                s.query_row([&id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-                    .optional()
+                s.query_row([&id, &owner], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .optional()
             })
             .map_err(|e| self.failed(e))?;
         let (session, message, position) = match found {

@@ -82,6 +82,21 @@ pub(crate) fn about<'a>(error: &Error, filter: Option<&'a str>, text: &'a str) -
     }
 }
 
+/// The sessions a search's `where` filter admits; a filter that does not parse or resolve is
+/// `invalid_filter`.
+pub(crate) async fn filtered_sessions(
+    session: &Session,
+    filter: &str,
+) -> Result<HashSet<String>, Error> {
+    session
+        .session_ids(Some(filter))
+        .await
+        .map_err(|e| match e {
+            Error::Query(d) => Error::InvalidFilter(d),
+            other => other,
+        })
+}
+
 /// A search text that does not parse, as a query error drawn under the whole text.
 fn text_error(text: &str, e: text::TextError) -> Error {
     use quarry_grammar::{Diagnostic, DiagnosticCode, Diagnostics, Span};
@@ -291,17 +306,10 @@ impl Job {
             Scope::Admin => None,
             Scope::Reader(_) => Some(session.session_ids(None).await?),
         };
-        let candidates =
-            match filter {
-                // A filter that does not parse or resolve is the filter's error.
-                Some(filter) => Some(session.session_ids(Some(filter)).await.map_err(
-                    |e| match e {
-                        Error::Query(d) => Error::InvalidFilter(d),
-                        other => other,
-                    },
-                )?),
-                None => None,
-            };
+        let candidates = match filter {
+            Some(filter) => Some(filtered_sessions(session, filter).await?),
+            None => None,
+        };
         if let Some(id) = &request.session {
             let visible = match &scope_sessions {
                 Some(sessions) => sessions.contains(id),
