@@ -390,6 +390,30 @@ fn transcript_lines(session: &str, n: usize, first_prompt: &str) -> String {
     out
 }
 
+/// `quarry read SESSION --page-size N [--cursor C]` as JSON.
+fn read_page(
+    archive: &Path,
+    session: &str,
+    size: usize,
+    cursor: Option<&str>,
+) -> std::process::Output {
+    let (archive, size) = (archive.display().to_string(), size.to_string());
+    let mut args = vec![
+        "--archive",
+        &archive,
+        "--format",
+        "json",
+        "read",
+        session,
+        "--page-size",
+        &size,
+    ];
+    if let Some(c) = cursor {
+        args.extend(["--cursor", c]);
+    }
+    run(&args)
+}
+
 #[test]
 fn a_transcript_cursor_survives_growth_and_goes_stale_after_a_replacement() {
     use crate::server::{Server, add_token, encode, request};
@@ -404,22 +428,7 @@ fn a_transcript_cursor_survives_growth_and_goes_stale_after_a_replacement() {
     std::fs::write(&file, transcript_lines(session, 3, "first")).unwrap();
     ingest(&archive, &[&file]);
     let a = archive.to_str().unwrap();
-    let page = |cursor: Option<&str>| {
-        let mut args = vec![
-            "--archive",
-            a,
-            "--format",
-            "json",
-            "read",
-            &id,
-            "--page-size",
-            "2",
-        ];
-        if let Some(c) = cursor {
-            args.extend(["--cursor", c]);
-        }
-        run(&args)
-    };
+    let page = |cursor: Option<&str>| read_page(&archive, &id, 2, cursor);
     let first: Value = serde_json::from_slice(&page(None).stdout).unwrap();
     let cursor = first["next_cursor"].as_str().unwrap().to_string();
     let epoch = first["session"]["replacement_epoch"].as_i64().unwrap();
@@ -987,23 +996,7 @@ fn a_rewind_appended_to_a_gemini_session_makes_its_cursor_stale() {
     std::fs::write(&file, lines[..5].join("\n") + "\n").unwrap();
     let archive = dir.path().join("a.db");
     ingest(&archive, &[&file]);
-    let a = archive.to_str().unwrap();
-    let page = |cursor: Option<&str>| {
-        let mut args = vec![
-            "--archive",
-            a,
-            "--format",
-            "json",
-            "read",
-            CHAIN_ID,
-            "--page-size",
-            "1",
-        ];
-        if let Some(c) = cursor {
-            args.extend(["--cursor", c]);
-        }
-        run(&args)
-    };
+    let page = |cursor: Option<&str>| read_page(&archive, CHAIN_ID, 1, cursor);
     let first: Value = serde_json::from_slice(&page(None).stdout).unwrap();
     let cursor = first["next_cursor"].as_str().unwrap().to_string();
     // Growing by the rewind and what follows removes g1 and g2: the file grew, the session was
