@@ -34,8 +34,7 @@ pub fn run_read(cli: &Cli, args: ReadArgs) -> Result<(), Failure> {
         }),
         (Some(around), _) => ReadRequest::Window(WindowRequest {
             session: args.reference,
-            seq: around.seq(),
-            message: around.message(),
+            around,
             before: args.before,
             after: args.after,
             surfaces: args.surface,

@@ -56,11 +56,10 @@ fn window(
 ) -> Result<quarry::read::EventWindow, Error> {
     runtime().block_on(q.read_window(&WindowRequest {
         session: session.into(),
-        seq,
+        around: quarry::read::Around::Seq(seq),
         before,
         after,
         surfaces: Vec::new(),
-        message: None,
     }))
 }
 
@@ -99,11 +98,10 @@ fn windows_at_the_start_middle_and_end_hold_the_files_records() {
     let around = |message: String| {
         runtime().block_on(q.read_window(&WindowRequest {
             session: ORPHAN_ID.into(),
-            seq: 0,
+            around: quarry::read::Around::Message(message),
             before: 1,
             after: 1,
             surfaces: Vec::new(),
-            message: Some(message),
         }))
     };
     for (message, seq) in [("m0", first_of("user")), ("m1", first_of("assistant"))] {

@@ -367,8 +367,7 @@ impl McpServer {
         let request = match args.around {
             Some(seq) => ReadRequest::Window(quarry::read::WindowRequest {
                 session: args.r#ref,
-                seq,
-                message: None,
+                around: quarry::read::Around::Seq(seq),
                 before: args.before.unwrap_or(5),
                 after: args.after.unwrap_or(5),
                 surfaces: args.surface.unwrap_or_default(),

@@ -1,5 +1,6 @@
-//! Reading what a search or a query found: refs ([`refs`]), bounded event windows and lineage
-//! traces (`../shared/spec/session-query.md` § Bounded event reads, § Session lineage).
+//! Reading what a search or a query found (`../shared/spec/session-query.md`): refs
+//! ([`refs`]), transcripts ([`transcript`]), bounded event windows ([`window`]), lineage traces
+//! ([`lineage`]), event traces ([`trace`]) and the ref resolver ([`resolve`]).
 //!
 //! Every read decides first which sessions the caller's scope sees, then resolves the ref
 //! among those only: a session that does not exist and one the scope does not see give the same
@@ -10,48 +11,42 @@
 //! A reader scope gets no raw record payloads, reads the `events` view's records only, and its
 //! texts are masked; every read is audited.
 
+pub mod lineage;
 pub mod refs;
 pub mod resolve;
 pub mod trace;
 pub mod transcript;
+pub mod window;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::audit::{Language, Outcome};
 use crate::engine::{Session, blocking};
 use crate::error::Error;
 use crate::scope::Scope;
+use crate::search::rank::{SUMMARY_COLUMNS, SessionSummary};
+pub use lineage::{LineageNode, LineageTrace, SessionRecord, lineage, render_lineage};
 pub use refs::{Ref, RefKind};
 pub use resolve::Resolution;
 pub use trace::{EventRecord, EventTrace, TraceRequest};
 pub use transcript::{Transcript, TranscriptRequest};
+pub use window::{
+    Around, EventBlock, EventMessage, EventWindow, MAX_NEIGHBOURS, SURFACES, SessionEvent,
+    WindowRequest, render_window, window,
+};
 
-/// The most neighbouring events a window takes on either side.
-pub const MAX_NEIGHBOURS: i64 = 200;
-
-/// A session as a read shows it (the spec's `SessionHeader`, in quarry's fields).
+/// A session as a read shows it (the spec's `SessionHeader`, in quarry's fields): what a search
+/// hit shows of it (its fields, flattened; the title masked for a reader), and its lineage and
+/// epoch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionHeader {
-    /// The session's id.
-    pub session_id: String,
-    /// Where it came from (`claude-code-session`, `codex-session`, ...).
-    pub origin: String,
-    /// Its title (masked for a reader).
-    pub title: Option<String>,
-    /// Its repository.
-    pub repo: Option<String>,
-    /// Its model.
-    pub model: Option<String>,
-    /// When it started (epoch milliseconds).
-    pub created_at: Option<i64>,
-    /// When it last changed (epoch milliseconds).
-    pub updated_at: Option<i64>,
-    /// Its messages.
-    pub message_count: i64,
+    /// Id, origin, title, repository, model, times and message count.
+    #[serde(flatten)]
+    pub summary: SessionSummary,
     /// The session that started it (a subagent's parent, a resumed or forked session's
     /// origin), as the source records it, whether or not the archive holds that session.
     pub parent_session_id: Option<String>,
@@ -60,174 +55,18 @@ pub struct SessionHeader {
     pub replacement_epoch: i64,
 }
 
-/// A session in a lineage trace (the spec's `SessionRecord`): its header, and where it is
-/// available. quarry reads an archive, not a live process: `live` is always false and
-/// `persisted` true.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionRecord {
-    /// The header.
-    pub header: SessionHeader,
-    /// Whether a live process holds it (never, for an archive).
-    pub live: bool,
-    /// Whether the archive holds it.
-    pub persisted: bool,
-    /// Whether only its id, origin, title, times and parent are given (a session outside the
-    /// conversation a pinned server reads).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub header_only: bool,
-}
+impl std::ops::Deref for SessionHeader {
+    type Target = SessionSummary;
 
-/// One source record of a session (the spec's `SessionEvent`, in quarry's fields).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SessionEvent {
-    /// Its 0-based order among the session's records.
-    pub seq: i64,
-    /// The record type (`user`, `assistant`, `system/compact_boundary`, ...).
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Its time (epoch milliseconds).
-    pub time: Option<i64>,
-    /// `current`, `shadowed` or `log-only`.
-    pub surface: String,
-    /// The turn it falls in.
-    pub turn_id: Option<String>,
-    /// The raw record (`None` for a reader scope, which never sees raw payloads).
-    pub payload: Option<serde_json::Value>,
-    /// The messages read from the record, their text bounded (and masked for a reader).
-    pub messages: Vec<EventMessage>,
-}
-
-/// A message a record produced, as a window shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EventMessage {
-    /// Its id.
-    pub message_id: String,
-    /// `user`, `assistant`, `system` or `tool`.
-    pub role: String,
-    /// Its blocks, in order.
-    pub blocks: Vec<EventBlock>,
-}
-
-/// A block of a message a record produced.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EventBlock {
-    /// `text`, `thinking`, `tool_use`, `tool_result`, ...
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// A tool call's or result's tool.
-    pub tool_name: Option<String>,
-    /// Its text (a tool call's: its command or path), at most [`resolve::MAX_WINDOW_EXCERPT`]
-    /// characters (masked for a reader).
-    pub text: String,
-    /// Whether the text was cut.
-    pub truncated: bool,
-}
-
-/// The surfaces a record can be on.
-pub const SURFACES: [&str; 3] = ["current", "shadowed", "log-only"];
-
-/// A bounded read around one event (the spec's `SessionEventWindow`).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventWindow {
-    /// The session's header, from the same observation.
-    pub session: SessionHeader,
-    /// The target event, whole.
-    pub target: SessionEvent,
-    /// The events from `start_seq` through `end_seq`, the target among them.
-    pub events: Vec<SessionEvent>,
-    /// The first seq in `events`.
-    pub start_seq: i64,
-    /// The last seq in `events`.
-    pub end_seq: i64,
-    /// The archive generation the observation is of.
-    pub generation: i64,
-}
-
-/// A window request: one event of a session and how many neighbours on each side.
-#[derive(Debug, Clone)]
-pub struct WindowRequest {
-    /// The session (a ref or an id, a native id or a unique prefix of one).
-    pub session: String,
-    /// The target event's seq.
-    pub seq: i64,
-    /// Instead of `seq`: the record a message of the session was read from (its id, with or
-    /// without `message:`).
-    pub message: Option<String>,
-    /// Preceding events (0 to [`MAX_NEIGHBOURS`]).
-    pub before: i64,
-    /// Following events (0 to [`MAX_NEIGHBOURS`]).
-    pub after: i64,
-    /// Only records on these surfaces (of [`SURFACES`]; empty: all); the bounds stay the
-    /// window's.
-    pub surfaces: Vec<String>,
-}
-
-/// What a window is around, as a caller writes it: a seq, or a message (`message:ID` or an id).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Around {
-    /// A record's seq.
-    Seq(i64),
-    /// A message of the session: the record it was read from.
-    Message(String),
-}
-
-impl Around {
-    /// A number is a seq; anything else names a message.
-    pub fn parse(text: &str) -> Around {
-        match text.trim().parse() {
-            Ok(seq) => Around::Seq(seq),
-            Err(_) => Around::Message(text.trim().to_string()),
-        }
-    }
-
-    /// The seq (0 for a message: [`WindowRequest::message`] decides).
-    pub fn seq(&self) -> i64 {
-        match self {
-            Around::Seq(seq) => *seq,
-            Around::Message(_) => 0,
-        }
-    }
-
-    /// The message, if it is one.
-    pub fn message(&self) -> Option<String> {
-        match self {
-            Around::Seq(_) => None,
-            Around::Message(m) => Some(m.clone()),
-        }
+    fn deref(&self) -> &SessionSummary {
+        &self.summary
     }
 }
 
-/// A descendant in a lineage trace (the spec's `SessionLineageNode`).
-#[derive(Debug, Clone, Serialize)]
-pub struct LineageNode {
-    /// The descendant.
-    pub session: SessionRecord,
-    /// Its own direct children, each with theirs.
-    pub descendants: Vec<LineageNode>,
-}
-
-/// Known ancestry and descendants of one session (the spec's `SessionLineageTrace`): either
-/// `complete` with the `root`, or not, with the first parent the caller's corpus does not hold.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LineageTrace {
-    /// The traced session.
-    pub target: SessionRecord,
-    /// Its known parents, from the immediate one outward.
-    pub ancestors: Vec<SessionRecord>,
-    /// Its direct children, each with its descendants.
-    pub descendants: Vec<LineageNode>,
-    /// Whether the whole parent chain is in the caller's corpus.
-    pub complete: bool,
-    /// The top of the chain, when it is complete.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub root: Option<SessionRecord>,
-    /// The first parent id the caller's corpus does not hold, when it is not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unresolved_parent_id: Option<String>,
-    /// The archive generation the observation is of.
-    pub generation: i64,
+impl std::ops::DerefMut for SessionHeader {
+    fn deref_mut(&mut self) -> &mut SessionSummary {
+        &mut self.summary
+    }
 }
 
 /// One read: a page of a transcript, a window around an event, or a lineage.
@@ -351,34 +190,6 @@ where
         let _stop = reader.interrupt.on_drop();
         blocking(move || reader.read(|conn, reader| work(reader, conn, &request))).await
     })
-    .await
-}
-
-/// The window `request` asks for, in `session`'s scope, audited.
-pub async fn window(session: &Session, request: &WindowRequest) -> Result<EventWindow, Error> {
-    let around = match &request.message {
-        Some(message) => message.clone(),
-        None => request.seq.to_string(),
-    };
-    let text = format!(
-        "read {} --around {around} --before {} --after {}",
-        request.session, request.before, request.after
-    );
-    let rows = |w: &EventWindow| w.events.len();
-    run(session, &text, rows, request.clone(), Reader::window).await
-}
-
-/// The lineage of the session `reference` names, in `session`'s scope, audited.
-pub async fn lineage(session: &Session, reference: &str) -> Result<LineageTrace, Error> {
-    let text = format!("read {reference} --lineage");
-    let rows = |t: &LineageTrace| t.ancestors.len() + 1;
-    run(
-        session,
-        &text,
-        rows,
-        reference.to_string(),
-        |reader, conn, r: &String| reader.lineage(conn, r),
-    )
     .await
 }
 
@@ -582,22 +393,14 @@ impl Reader {
 
     fn header(&self, conn: &Connection, id: &str) -> Result<Option<SessionHeader>, Error> {
         let header = conn
-            .prepare_cached(
-                "SELECT session_id, origin, title, repo, model, created_at, updated_at, \
-                 message_count, parent_session_id, replacement_epoch FROM sessions \
-                 WHERE session_id = ?1",
-            )
+            .prepare_cached(&format!(
+                "SELECT {SUMMARY_COLUMNS}, parent_session_id, replacement_epoch FROM sessions \
+                 WHERE session_id = ?1"
+            ))
             .and_then(|mut s| {
                 s.query_row([id], |r| {
                     Ok(SessionHeader {
-                        session_id: r.get(0)?,
-                        origin: r.get(1)?,
-                        title: r.get(2)?,
-                        repo: r.get(3)?,
-                        model: r.get(4)?,
-                        created_at: r.get(5)?,
-                        updated_at: r.get(6)?,
-                        message_count: r.get(7)?,
+                        summary: SessionSummary::from_row(r)?,
                         parent_session_id: r.get(8)?,
                         replacement_epoch: r.get(9)?,
                     })
@@ -607,315 +410,15 @@ impl Reader {
             .map_err(|e| self.failed(e))?;
         Ok(header.map(|mut h| {
             if self.visible.is_some() {
-                h.title = h
+                h.summary.title = h
+                    .summary
                     .title
+                    .take()
                     .map(|t| quarry_udf::mask_credentials(&t).into_owned());
             }
             h
         }))
     }
-
-    /// The record of session `id` when the scope sees it and the archive holds it. A
-    /// conversation's own server sees the sessions around its conversation in a lineage as
-    /// headers only: id, origin, title, times and parent.
-    fn record(&self, conn: &Connection, id: &str) -> Result<Option<SessionRecord>, Error> {
-        let header_only = !self.sees(id);
-        if header_only && self.pinned.is_none() {
-            return Ok(None);
-        }
-        Ok(self.header(conn, id)?.map(|mut header| {
-            if header_only {
-                header.title = header
-                    .title
-                    .map(|t| quarry_udf::mask_credentials(&t).into_owned());
-                header.repo = None;
-                header.model = None;
-                header.message_count = 0;
-                header.replacement_epoch = 0;
-            }
-            SessionRecord {
-                header,
-                live: false,
-                persisted: true,
-                header_only,
-            }
-        }))
-    }
-
-    fn window(&self, conn: &Connection, request: &WindowRequest) -> Result<EventWindow, Error> {
-        for (name, n) in [("before", request.before), ("after", request.after)] {
-            if !(0..=MAX_NEIGHBOURS).contains(&n) {
-                return Err(Error::InvalidWindow(format!(
-                    "--{name} {n} is out of range: a window takes 0 to {MAX_NEIGHBOURS} events on each side"
-                )));
-            }
-        }
-        if let Some(bad) = request
-            .surfaces
-            .iter()
-            .find(|s| !SURFACES.contains(&s.as_str()))
-        {
-            return Err(Error::InvalidSurface(format!(
-                "`{bad}` is not a surface: use {}",
-                SURFACES.join(", ")
-            )));
-        }
-        let id = self.session_id(conn, &request.session)?;
-        let session = self
-            .header(conn, &id)?
-            .ok_or_else(|| Error::SessionNotFound(id.clone()))?;
-        let target_seq = match &request.message {
-            Some(message) => self.message_seq(conn, &id, message)?,
-            None => request.seq,
-        };
-        let request = &WindowRequest {
-            seq: target_seq,
-            ..request.clone()
-        };
-        let (start, end) = (
-            request.seq.saturating_sub(request.before),
-            request.seq.saturating_add(request.after),
-        );
-        // A reader reads what its catalog holds: the `events` view (records of committed
-        // turns), without payloads; the admin every record, whole.
-        let (table, payload) = if self.visible.is_none() {
-            ("events_raw", "payload")
-        } else {
-            ("events", "NULL")
-        };
-        let mut stmt = conn
-            .prepare_cached(&format!(
-                "SELECT seq, type, time, surface, turn_id, {payload} FROM {table} \
-                 WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq"
-            ))
-            .map_err(|e| self.failed(e))?;
-        let events: Vec<SessionEvent> = stmt
-            .query_map(params![id, start, end], |r| {
-                let payload: Option<String> = r.get(5)?;
-                Ok(SessionEvent {
-                    seq: r.get(0)?,
-                    kind: r.get(1)?,
-                    time: r.get(2)?,
-                    surface: r.get(3)?,
-                    turn_id: r.get(4)?,
-                    payload: payload.and_then(|p| serde_json::from_str(&p).ok()),
-                    messages: Vec::new(),
-                })
-            })
-            .and_then(Iterator::collect)
-            .map_err(|e| self.failed(e))?;
-        let mut events = events;
-        self.attach_messages(conn, &id, start, end, &mut events)?;
-        let target = events
-            .iter()
-            .find(|e| e.seq == request.seq)
-            .cloned()
-            .ok_or_else(|| Error::EventNotFound {
-                session: id.clone(),
-                seq: request.seq,
-            })?;
-        let start_seq = events.first().map_or(request.seq, |e| e.seq);
-        let end_seq = events.last().map_or(request.seq, |e| e.seq);
-        if !request.surfaces.is_empty() {
-            events.retain(|e| request.surfaces.contains(&e.surface));
-        }
-        Ok(EventWindow {
-            session,
-            target,
-            start_seq,
-            end_seq,
-            events,
-            generation: self.generation(conn)?,
-        })
-    }
-
-    /// The seq of the record message `message` of session `id` was read from. A message of
-    /// another session, or one the scope does not see, is `not_found` as one that does not
-    /// exist; a message whose record is not known (an export archived before schema version 5
-    /// and not read since) is `event_not_found`.
-    fn message_seq(&self, conn: &Connection, id: &str, message: &str) -> Result<i64, Error> {
-        let message = message.strip_prefix("message:").unwrap_or(message);
-        let found: Option<(Option<i64>, bool)> = conn
-            .prepare_cached(
-                "SELECT event_seq, hidden FROM messages WHERE message_id = ?1 AND session_id = ?2",
-            )
-            .and_then(|mut s| {
-                s.query_row(params![message, id], |r| Ok((r.get(0)?, r.get(1)?)))
-                    .optional()
-            })
-            .map_err(|e| self.failed(e))?;
-        match found {
-            Some((seq, hidden)) if !(hidden && self.visible.is_some()) => {
-                seq.ok_or_else(|| Error::EventNotFound {
-                    session: id.to_string(),
-                    seq: -1,
-                })
-            }
-            _ => Err(Error::NotFound(format!(
-                "no message `{message}` in session `{id}` in this scope"
-            ))),
-        }
-    }
-
-    /// Gives each record of `events` (seqs `start` to `end`) the messages read from it with
-    /// their blocks, texts bounded and, for a reader, masked (hidden messages left out).
-    fn attach_messages(
-        &self,
-        conn: &Connection,
-        id: &str,
-        start: i64,
-        end: i64,
-        events: &mut [SessionEvent],
-    ) -> Result<(), Error> {
-        let hidden = if self.visible.is_some() {
-            " AND NOT m.hidden"
-        } else {
-            ""
-        };
-        // The messages read from the window's records, then their blocks (the session's, read
-        // by its index, kept for those messages).
-        let messages: Vec<(i64, String, String)> = conn
-            .prepare_cached(&format!(
-                "SELECT m.event_seq, m.message_id, m.role FROM messages m \
-                 WHERE m.session_id = ?1 AND m.event_seq BETWEEN ?2 AND ?3{hidden} \
-                 ORDER BY m.position"
-            ))
-            .and_then(|mut s| {
-                s.query_map(params![id, start, end], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?
-                .collect()
-            })
-            .map_err(|e| self.failed(e))?;
-        if messages.is_empty() {
-            return Ok(());
-        }
-        let wanted: HashSet<&str> = messages.iter().map(|(_, m, _)| m.as_str()).collect();
-        let mut blocks: std::collections::HashMap<String, Vec<EventBlock>> =
-            std::collections::HashMap::new();
-        let failed = |e| self.failed(e);
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT message_id, type, COALESCE(NULLIF(text, ''), tool_command, tool_path, ''), \
-                 tool_name FROM blocks WHERE session_id = ?1 ORDER BY message_id, position",
-            )
-            .map_err(failed)?;
-        let mut rows = stmt.query([id]).map_err(failed)?;
-        while let Some(r) = rows.next().map_err(failed)? {
-            let message: String = r.get(0).map_err(failed)?;
-            if !wanted.contains(message.as_str()) {
-                continue;
-            }
-            let text: String = r.get(2).map_err(failed)?;
-            let text = if self.visible.is_some() {
-                quarry_udf::mask_credentials(&text).into_owned()
-            } else {
-                text
-            };
-            let excerpt = resolve::Excerpt::of(&text, resolve::MAX_WINDOW_EXCERPT);
-            blocks.entry(message).or_default().push(EventBlock {
-                kind: r.get(1).map_err(failed)?,
-                tool_name: r.get(3).map_err(failed)?,
-                text: excerpt.text,
-                truncated: excerpt.truncated,
-            });
-        }
-        for (seq, message_id, role) in messages {
-            let Some(event) = events.iter_mut().find(|e| e.seq == seq) else {
-                continue;
-            };
-            let blocks = blocks.remove(&message_id).unwrap_or_default();
-            event.messages.push(EventMessage {
-                message_id,
-                role,
-                blocks,
-            });
-        }
-        Ok(())
-    }
-
-    fn lineage(&self, conn: &Connection, reference: &str) -> Result<LineageTrace, Error> {
-        let id = self.session_id(conn, reference)?;
-        let target = self
-            .record(conn, &id)?
-            .ok_or_else(|| Error::SessionNotFound(id.clone()))?;
-        // Parents outward, until one is missing (or unseen) or there is none; a cycle in the
-        // source's links ends the walk where it would repeat.
-        let mut ancestors: Vec<SessionRecord> = Vec::new();
-        let mut walked = HashSet::from([id.clone()]);
-        let mut unresolved = None;
-        let mut parent = target.header.parent_session_id.clone();
-        while let Some(p) = parent.take() {
-            if !walked.insert(p.clone()) {
-                return Err(Error::InvalidLineage(format!(
-                    "the parent links of `{id}` form a cycle through `{p}`"
-                )));
-            }
-            match self.record(conn, &p)? {
-                // A pinned conversation sees the session around it as a header, and no further.
-                Some(record) if record.header_only => {
-                    unresolved = record.header.parent_session_id.clone();
-                    ancestors.push(record);
-                }
-                Some(record) => {
-                    parent = record.header.parent_session_id.clone();
-                    ancestors.push(record);
-                }
-                None => unresolved = Some(p),
-            }
-        }
-        let descendants = self.descendants(conn, &id, &mut walked)?;
-        let root = match &unresolved {
-            Some(_) => None,
-            None => Some(ancestors.last().cloned().unwrap_or_else(|| target.clone())),
-        };
-        Ok(LineageTrace {
-            target,
-            ancestors,
-            descendants,
-            complete: unresolved.is_none(),
-            root,
-            unresolved_parent_id: unresolved,
-            generation: self.generation(conn)?,
-        })
-    }
-
-    /// The seen children of `id` (by start, then id), each with its descendants.
-    fn descendants(
-        &self,
-        conn: &Connection,
-        id: &str,
-        walked: &mut HashSet<String>,
-    ) -> Result<Vec<LineageNode>, Error> {
-        let children = strings(
-            conn,
-            "SELECT session_id FROM sessions WHERE parent_session_id = ?1 \
-             ORDER BY created_at, session_id",
-            id,
-        )
-        .map_err(|e| self.failed(e))?;
-        let mut nodes = Vec::new();
-        for child in children {
-            if !walked.insert(child.clone()) {
-                continue;
-            }
-            if let Some(session) = self.record(conn, &child)? {
-                let descendants = self.descendants(conn, &child, walked)?;
-                nodes.push(LineageNode {
-                    session,
-                    descendants,
-                });
-            }
-        }
-        Ok(nodes)
-    }
-}
-
-/// The first column of `sql`'s rows with `?1` = `value`.
-fn strings(conn: &Connection, sql: &str, value: &str) -> rusqlite::Result<Vec<String>> {
-    conn.prepare_cached(sql)?
-        .query_map([value], |r| r.get(0))?
-        .collect()
 }
 
 /// `text%` as a LIKE pattern matching `text` literally at the start (`\` escapes).
@@ -929,96 +432,4 @@ fn escape_like(text: &str) -> String {
     }
     pattern.push('%');
     pattern
-}
-
-/// A window as lines: the session, then one line per record (the target marked `>`).
-pub fn render_window(window: &EventWindow) -> String {
-    let mut out = format!(
-        "{} — {} (records {}–{}, generation {})\n",
-        window.session.session_id,
-        window.session.title.as_deref().unwrap_or("untitled"),
-        window.start_seq,
-        window.end_seq,
-        window.generation
-    );
-    for event in &window.events {
-        let mark = if event.seq == window.target.seq {
-            ">"
-        } else {
-            " "
-        };
-        out.push_str(&format!(
-            "{mark} {:>6}  {:<9} {}  {}\n",
-            event.seq,
-            event.surface,
-            event.time.map_or("-".to_string(), |t| {
-                chrono::DateTime::from_timestamp_millis(t).map_or(t.to_string(), |t| {
-                    t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
-                })
-            }),
-            event.kind
-        ));
-        for m in &event.messages {
-            for b in &m.blocks {
-                let line = b.text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                let short: String = line.chars().take(90).collect();
-                let cut = if short.len() < line.len() || b.text.lines().count() > 1 {
-                    " …"
-                } else {
-                    ""
-                };
-                let tool = b
-                    .tool_name
-                    .as_deref()
-                    .map_or(String::new(), |t| format!(" {t}"));
-                out.push_str(&format!(
-                    "            {} {}{tool}: {short}{cut}\n",
-                    m.role, b.kind
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// A lineage as an indented tree: the ancestors outward above the target, its descendants
-/// below, and whether the chain is complete.
-pub fn render_lineage(trace: &LineageTrace) -> String {
-    let line = |r: &SessionRecord| {
-        format!(
-            "{}  {}",
-            r.header.session_id,
-            r.header.title.as_deref().unwrap_or("untitled")
-        )
-    };
-    let mut out = String::new();
-    match (&trace.root, &trace.unresolved_parent_id) {
-        (Some(root), _) => out.push_str(&format!("complete: root {}\n", root.header.session_id)),
-        (None, Some(parent)) => out.push_str(&format!(
-            "incomplete: parent {parent} is not in this archive (or scope)\n"
-        )),
-        (None, None) => {}
-    }
-    for (depth, ancestor) in trace.ancestors.iter().rev().enumerate() {
-        out.push_str(&format!("{}{}\n", "  ".repeat(depth), line(ancestor)));
-    }
-    let depth = trace.ancestors.len();
-    out.push_str(&format!(
-        "{}* {}\n",
-        "  ".repeat(depth),
-        line(&trace.target)
-    ));
-    fn tree(
-        nodes: &[LineageNode],
-        depth: usize,
-        out: &mut String,
-        line: &dyn Fn(&SessionRecord) -> String,
-    ) {
-        for node in nodes {
-            out.push_str(&format!("{}{}\n", "  ".repeat(depth), line(&node.session)));
-            tree(&node.descendants, depth + 1, out, line);
-        }
-    }
-    tree(&trace.descendants, depth + 1, &mut out, &line);
-    out
 }

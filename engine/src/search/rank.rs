@@ -696,8 +696,9 @@ pub fn snippet(conn: &Connection, search: &Search, rowid: i64) -> rusqlite::Resu
     .map(|s| s.flatten().unwrap_or_default())
 }
 
-/// What a hit shows of its session.
-#[derive(Debug, Clone, serde::Serialize)]
+/// What a hit shows of its session (and what a read's [`crate::read::SessionHeader`] starts
+/// with).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SessionSummary {
     /// The session's id.
     pub session_id: String,
@@ -717,30 +718,38 @@ pub struct SessionSummary {
     pub message_count: i64,
 }
 
+/// The `sessions` columns of a [`SessionSummary`], in [`SessionSummary::from_row`]'s order.
+pub const SUMMARY_COLUMNS: &str =
+    "session_id, origin, title, repo, model, created_at, updated_at, message_count";
+
+impl SessionSummary {
+    /// The summary in the first columns of `row` ([`SUMMARY_COLUMNS`]).
+    pub fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
+        Ok(SessionSummary {
+            session_id: row.get(0)?,
+            origin: row.get(1)?,
+            title: row.get(2)?,
+            repo: row.get(3)?,
+            model: row.get(4)?,
+            created_at: row.get(5)?,
+            updated_at: row.get(6)?,
+            message_count: row.get(7)?,
+        })
+    }
+}
+
 /// The summaries of `sessions`.
 pub fn summaries(
     conn: &Connection,
     sessions: &[&str],
 ) -> rusqlite::Result<HashMap<String, SessionSummary>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT session_id, origin, title, repo, model, created_at, updated_at, message_count \
-         FROM sessions WHERE session_id = ?1",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {SUMMARY_COLUMNS} FROM sessions WHERE session_id = ?1"
+    ))?;
     let mut out = HashMap::new();
     for session in sessions {
         if let Some(summary) = stmt
-            .query_row(params![session], |r| {
-                Ok(SessionSummary {
-                    session_id: r.get(0)?,
-                    origin: r.get(1)?,
-                    title: r.get(2)?,
-                    repo: r.get(3)?,
-                    model: r.get(4)?,
-                    created_at: r.get(5)?,
-                    updated_at: r.get(6)?,
-                    message_count: r.get(7)?,
-                })
-            })
+            .query_row(params![session], SessionSummary::from_row)
             .optional()?
         {
             out.insert(summary.session_id.clone(), summary);

@@ -495,8 +495,7 @@ impl ReadParams {
             }
             (Some(around), false) => ReadRequest::Window(WindowRequest {
                 session: self.r#ref,
-                seq: around.seq(),
-                message: around.message(),
+                around,
                 before: self.before.unwrap_or(5),
                 after: self.after.unwrap_or(5),
                 surfaces: self
