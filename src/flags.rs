@@ -295,6 +295,50 @@ pub enum Command {
         #[command(subcommand)]
         action: AssertionsCommand,
     },
+    /// Judge machine-made claims: accept, reject, defer or supersede a candidate, or show the
+    /// queue (`--list`), the judged (`--review`) or its health (`--status`).
+    Judge(JudgeArgs),
+}
+
+/// `quarry judge`'s arguments: exactly one action.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("action").required(true).args([
+    "accept", "reject", "defer", "supersede", "list", "review", "status"
+])))]
+pub struct JudgeArgs {
+    /// Accept a candidate (`assertion:ID`): an active claim replaces it.
+    #[arg(long, value_name = "REF")]
+    pub accept: Option<String>,
+    /// Reject a candidate.
+    #[arg(long, value_name = "REF")]
+    pub reject: Option<String>,
+    /// Defer a candidate: it leaves the queue, judged `deferred`.
+    #[arg(long, value_name = "REF")]
+    pub defer: Option<String>,
+    /// Supersede a candidate with a different claim (`--body`, `--replacement-kind`).
+    #[arg(long, value_name = "REF")]
+    pub supersede: Option<String>,
+    /// Candidates awaiting judgment.
+    #[arg(long)]
+    pub list: bool,
+    /// Judged candidates, with why each takes no more action.
+    #[arg(long)]
+    pub review: bool,
+    /// The queue's health: pending counts and ages, breakdowns by status, kind and source.
+    #[arg(long)]
+    pub status: bool,
+    /// Why (required to accept, reject or defer).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// The replacement claim's kind (`--supersede`; the candidate's by default).
+    #[arg(long, requires = "supersede")]
+    pub replacement_kind: Option<String>,
+    /// The replacement claim's text (`--supersede`).
+    #[arg(long, requires = "supersede")]
+    pub body: Option<String>,
+    /// Only claims about this ref (`session:ID` also takes claims about its messages and blocks).
+    #[arg(long, value_name = "REF")]
+    pub target_ref: Option<String>,
 }
 
 /// `quarry assertions ...`

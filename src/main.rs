@@ -149,7 +149,11 @@ pub fn emit(text: &str) {
 }
 
 fn open_archive(flag: Option<PathBuf>) -> Result<Archive, Failure> {
-    Archive::open(&archive_path(flag)).map_err(Failure::runtime)
+    let archive = Archive::open(&archive_path(flag)).map_err(Failure::runtime)?;
+    for notice in archive.notices() {
+        eprintln!("quarry: {notice}");
+    }
+    Ok(archive)
 }
 
 /// Checks the flags that apply to every verb, then runs the verb (one function each).
@@ -199,6 +203,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         Command::Demo => demo::run_demo(&cli),
         Command::Tag { session, tag } => assertions::run_tag(&cli, &session, &tag),
         Command::Note { session, text } => assertions::run_note(&cli, &session, &text),
+        Command::Judge(args) => assertions::run_judge(&cli, &args),
         Command::Assertions {
             action: AssertionsCommand::Import { file },
         } => assertions::run_import(&cli, &file),
@@ -243,6 +248,7 @@ fn admin_only_verb(command: &Command) -> Option<&'static str> {
         Command::Tag { .. } => "tag",
         Command::Note { .. } => "note",
         Command::Assertions { .. } => "assertions",
+        Command::Judge(_) => "judge",
         Command::Explain(ExplainArgs { plan: true, .. }) => "explain --plan",
         _ => return None,
     })

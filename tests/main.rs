@@ -14,6 +14,7 @@ mod formats;
 mod fuzz;
 mod grammar_cli;
 mod ingest_corpus;
+mod judge;
 mod oracle;
 mod pages;
 mod plans;

@@ -47,6 +47,7 @@ pub enum ArchiveError {
 pub struct Archive {
     conn: Connection,
     path: PathBuf,
+    notices: Vec<String>,
 }
 
 /// One table of the catalog, as `quarry tables` prints it.
@@ -96,6 +97,7 @@ impl Archive {
         let mut archive = Archive {
             conn,
             path: path.to_path_buf(),
+            notices: Vec::new(),
         };
         archive.migrate()?;
         Ok(archive)
@@ -114,6 +116,7 @@ impl Archive {
         Ok(Archive {
             conn,
             path: path.to_path_buf(),
+            notices: Vec::new(),
         })
     }
 
@@ -134,7 +137,42 @@ impl Archive {
             tx.pragma_update(None, "user_version", index as i64 + 1)?;
             tx.commit()?;
         }
+        if version > 0 && version < 6 {
+            self.report_statuses()?;
+        }
         Ok(())
+    }
+
+    /// The notice of the version 6 migration: the assertion statuses outside the vocabulary
+    /// it made `inactive`, with the values kept in `original_status`.
+    fn report_statuses(&mut self) -> Result<(), ArchiveError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT original_status, COUNT(*) FROM assertions WHERE original_status IS NOT NULL
+             GROUP BY 1 ORDER BY 1",
+        )?;
+        let found: Vec<String> = stmt
+            .query_map([], |r| {
+                Ok(format!(
+                    "'{}' ({})",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
+        drop(stmt);
+        if !found.is_empty() {
+            self.notices.push(format!(
+                "assertion statuses outside the vocabulary ({}) are now `inactive`, the value kept in `original_status`: {}",
+                crate::schema::ASSERTION_STATUSES.join(", "),
+                found.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    /// What opening the archive did that its user should know (a migration's report).
+    pub fn notices(&self) -> &[String] {
+        &self.notices
     }
 
     /// The archive file's path.

@@ -9,7 +9,7 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -18,6 +18,69 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_5,
+    MIGRATION_6,
+];
+
+/// Version 6: the assertion lifecycle (`docs/judgments.md`). `status` takes one of the closed
+/// vocabulary ([`ASSERTION_STATUSES`]); an imported status outside it becomes `inactive`, its
+/// value kept in `original_status` (and reported when the archive is opened). `target_ref`
+/// holds a canonical ref: a bare session id, as earlier versions stored it, becomes
+/// `session:<id>`. `session_id` names the session the target is or belongs to (what scopes and
+/// `sessions.tags` read); `supersedes` the assertion an accepted or superseding one replaces;
+/// `context_policy` whether the claim may be injected into context and whether it waits for a
+/// judgment; `staleness` whether its target still exists.
+const MIGRATION_6: &str = r#"
+ALTER TABLE assertions ADD COLUMN session_id TEXT;
+ALTER TABLE assertions ADD COLUMN supersedes TEXT;
+ALTER TABLE assertions ADD COLUMN context_policy TEXT NOT NULL
+    DEFAULT '{"inject":true,"promotion_required":false}';
+ALTER TABLE assertions ADD COLUMN staleness TEXT NOT NULL DEFAULT 'current';
+ALTER TABLE assertions ADD COLUMN original_status TEXT;
+UPDATE assertions SET original_status = status, status = 'inactive'
+    WHERE status NOT IN ('active', 'candidate', 'accepted', 'rejected', 'deferred', 'superseded',
+                         'deleted', 'inactive');
+UPDATE assertions SET target_ref = 'session:' || trim(target_ref)
+    WHERE target_ref NOT GLOB 'session:*' AND target_ref NOT GLOB 'message:*'
+      AND target_ref NOT GLOB 'block:*' AND target_ref NOT GLOB 'action:*'
+      AND target_ref NOT GLOB 'assertion:*' AND target_ref NOT GLOB 'delegation:*'
+      AND target_ref NOT GLOB 'run:*' AND target_ref NOT GLOB 'observed-event:*'
+      AND target_ref NOT GLOB 'context-snapshot:*';
+UPDATE assertions SET session_id = CASE
+    WHEN target_ref GLOB 'session:*' THEN substr(target_ref, 9)
+    WHEN target_ref GLOB 'message:*' THEN
+        (SELECT session_id FROM messages WHERE message_id = substr(target_ref, 9))
+    WHEN target_ref GLOB 'block:*' THEN
+        (SELECT session_id FROM blocks WHERE block_id = substr(target_ref, 7))
+    WHEN target_ref GLOB 'action:*' THEN
+        (SELECT session_id FROM actions WHERE action_id = substr(target_ref, 8))
+    WHEN target_ref GLOB 'delegation:*' THEN
+        (SELECT parent_session_id FROM delegations WHERE delegation_id = substr(target_ref, 12))
+    WHEN target_ref GLOB 'run:*' THEN
+        (SELECT session_id FROM runs WHERE run_id = substr(target_ref, 5))
+    WHEN target_ref GLOB 'observed-event:*' THEN
+        (SELECT session_id FROM observed_events WHERE event_id = substr(target_ref, 16))
+    WHEN target_ref GLOB 'context-snapshot:*' THEN
+        (SELECT session_id FROM context_snapshots WHERE snapshot_id = substr(target_ref, 18))
+    END;
+UPDATE assertions SET session_id =
+    (SELECT a.session_id FROM assertions a WHERE a.assertion_id = substr(assertions.target_ref, 11))
+    WHERE target_ref GLOB 'assertion:*';
+UPDATE assertions SET visibility = 'private',
+    context_policy = '{"inject":false,"promotion_required":true}'
+    WHERE status = 'candidate';
+CREATE INDEX assertions_session ON assertions (session_id);
+"#;
+
+/// The closed vocabulary of `assertions.status`, in the spec's order.
+pub const ASSERTION_STATUSES: &[&str] = &[
+    "active",
+    "candidate",
+    "accepted",
+    "rejected",
+    "deferred",
+    "superseded",
+    "deleted",
+    "inactive",
 ];
 
 /// Version 5: the links between a session's records that its source logs, and the session's

@@ -1,10 +1,16 @@
-//! Assertions' sources: `quarry tag`, `quarry note` and `quarry assertions import FILE.jsonl`.
-//! Tags also appear in `sessions.tags`, refreshed here whenever a tag changes.
+//! Assertions' sources: `quarry tag`, `quarry note`, `quarry assertions import FILE.jsonl` and
+//! the judgments of `quarry judge` ([`crate::judge`]). Every write goes through [`upsert`], which
+//! enforces the lifecycle once for all writers (docs/judgments.md): a claim not written by a user
+//! lands as a private `candidate` that is not injected and waits for a judgment (tags opt out),
+//! and a claim already judged keeps its judgment. Tags also appear in `sessions.tags`, refreshed
+//! here whenever a tag changes.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
+use quarry_archive::schema::ASSERTION_STATUSES;
 use quarry_archive::{RECORD_SESSION_CHANGE, RECORD_WHOLE_TABLE_CHANGE, bump_generation};
+use quarry_schema::refs::Ref;
 
 use crate::model::Diagnostic;
 
@@ -26,6 +32,23 @@ pub enum AssertionError {
     /// The archive failed.
     #[error(transparent)]
     Archive(#[from] quarry_archive::ArchiveError),
+    /// A status outside the closed vocabulary.
+    #[error("unknown assertion status '{0}': the statuses are {vocabulary}", vocabulary = ASSERTION_STATUSES.join(", "))]
+    UnknownStatus(String),
+    /// No assertion has the id.
+    #[error("no assertion '{0}'")]
+    UnknownAssertion(String),
+    /// The assertion is not a candidate awaiting judgment.
+    #[error("assertion '{id}' cannot be judged: {reason}")]
+    NotJudgeable {
+        /// The assertion.
+        id: String,
+        /// Why (`candidate_already_accepted`, `not_a_candidate`, ...).
+        reason: &'static str,
+    },
+    /// A judgment lacks what it needs.
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// Resolves a session reference: an exact session id, an exact native id, or a unique prefix of
@@ -58,10 +81,12 @@ pub fn resolve_session(conn: &Connection, reference: &str) -> Result<String, Ass
     }
 }
 
-/// One assertion row.
+/// One assertion row, as a writer gives it. [`upsert`] decides its session, and for claims not
+/// written by a user, its status, visibility and context policy.
 #[derive(Debug, Clone)]
 pub struct Assertion {
     pub assertion_id: String,
+    /// A ref (`session:<id>`, `message:<id>`, ...); a bare id is read as a session's.
     pub target_ref: String,
     pub scope_ref: Option<String>,
     pub kind: String,
@@ -75,9 +100,31 @@ pub struct Assertion {
     pub evidence_refs: String,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+    /// The assertion this one replaces.
+    pub supersedes: Option<String>,
 }
 
-fn short_hash(parts: &[&str]) -> String {
+/// The statuses that record a judgment: a row holding one keeps it when written again.
+pub const TERMINAL_STATUSES: &[&str] =
+    &["accepted", "rejected", "deferred", "superseded", "deleted"];
+
+/// The context policy of a claim that may be injected and needs no judgment.
+pub const POLICY_TRUSTED: &str = r#"{"inject":true,"promotion_required":false}"#;
+/// The context policy of a candidate: not injected, waiting for a judgment.
+pub const POLICY_CANDIDATE: &str = r#"{"inject":false,"promotion_required":true}"#;
+/// The context policy of a judged candidate: never injected, no judgment pending.
+pub const POLICY_JUDGED: &str = r#"{"inject":false,"promotion_required":false}"#;
+
+/// `status` when it is one of the closed vocabulary.
+pub fn check_status(status: &str) -> Result<&'static str, AssertionError> {
+    ASSERTION_STATUSES
+        .iter()
+        .find(|s| **s == status)
+        .copied()
+        .ok_or_else(|| AssertionError::UnknownStatus(status.to_string()))
+}
+
+pub(crate) fn short_hash(parts: &[&str]) -> String {
     let joined = parts.join("\u{1f}");
     let hex = blake3::hash(joined.as_bytes()).to_hex();
     hex.get(..16).unwrap_or_default().to_string()
@@ -94,7 +141,7 @@ pub fn tag(
     let now = chrono::Utc::now().timestamp_millis();
     let mut a = user_assertion(
         format!("tag-{}", short_hash(&[&target, tag])),
-        &target,
+        &format!("session:{target}"),
         "tag",
         author,
         now,
@@ -106,7 +153,7 @@ pub fn tag(
 }
 
 /// An active, private assertion of `kind` by the user about `target`, with no key, value or body.
-fn user_assertion(
+pub(crate) fn user_assertion(
     id: String,
     target: &str,
     kind: &str,
@@ -128,6 +175,7 @@ fn user_assertion(
         evidence_refs: "[]".into(),
         created_at_ms: now,
         updated_at_ms: now,
+        supersedes: None,
     }
 }
 
@@ -141,19 +189,39 @@ pub fn note(
     let target = resolve_session(conn, session)?;
     let now = chrono::Utc::now().timestamp_millis();
     let id = format!("note-{}", short_hash(&[&target, text, &now.to_string()]));
-    let mut a = user_assertion(id.clone(), &target, "note", author, now);
+    let mut a = user_assertion(
+        id.clone(),
+        &format!("session:{target}"),
+        "note",
+        author,
+        now,
+    );
     a.body_text = Some(text.to_string());
     upsert(conn, &[a])?;
     Ok(id)
 }
 
+/// What an import wrote.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct ImportSummary {
+    /// Rows written.
+    pub imported: usize,
+    /// Of them, claims that landed as candidates awaiting judgment.
+    pub candidates: usize,
+    /// Of them, rows already judged that kept their judgment.
+    pub kept_judgments: usize,
+    /// Lines skipped, each with where and why.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
 /// Imports assertions from JSON Lines (one object per line with the table's columns;
-/// `target_ref` and `kind` required). Bad lines are reported and skipped; good ones are written
-/// in one transaction. Returns (rows written, diagnostics).
+/// `target_ref` and `kind` required; `author_kind` defaults to `import`, so the claims land as
+/// candidates). Bad lines (a status outside the vocabulary among them) are reported and
+/// skipped; good ones are written in one transaction.
 pub fn import(
     conn: &mut Connection,
     path: &std::path::Path,
-) -> Result<(usize, Vec<Diagnostic>), AssertionError> {
+) -> Result<ImportSummary, AssertionError> {
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| AssertionError::Read(name.clone(), e))?;
     let mut diagnostics = Vec::new();
@@ -171,8 +239,13 @@ pub fn import(
             }),
         }
     }
-    upsert(conn, &rows)?;
-    Ok((rows.len(), diagnostics))
+    let written = upsert(conn, &rows)?;
+    Ok(ImportSummary {
+        imported: rows.len(),
+        candidates: written.iter().filter(|w| w.status == "candidate").count(),
+        kept_judgments: written.iter().filter(|w| w.kept_judgment).count(),
+        diagnostics,
+    })
 }
 
 fn assertion_from_json(v: &Value, now: i64) -> Result<Assertion, String> {
@@ -190,13 +263,20 @@ fn assertion_from_json(v: &Value, now: i64) -> Result<Assertion, String> {
         None | Some(Value::Null) => Ok(now),
         Some(t) => crate::text::json_time(Some(t)).ok_or(format!("{k} is not a time")),
     };
+    let status = match text("status") {
+        Some(s) => check_status(&s).map_err(|e| e.to_string())?.to_string(),
+        None => "active".into(),
+    };
     let created = time("created_at_ms")?;
+    // The id of a claim without one is the same for the same claim, whichever form its
+    // target takes.
+    let target_ref = Ref::parse_or_session(&target_ref).canonical();
     Ok(Assertion {
         assertion_id: text("assertion_id").unwrap_or_else(|| {
             format!(
                 "{kind}-{}",
                 short_hash(&[
-                    &target_ref,
+                    target_ref.strip_prefix("session:").unwrap_or(&target_ref),
                     value.as_deref().unwrap_or(""),
                     body.as_deref().unwrap_or("")
                 ])
@@ -209,37 +289,129 @@ fn assertion_from_json(v: &Value, now: i64) -> Result<Assertion, String> {
         body_text: body,
         author_ref: text("author_ref"),
         author_kind: text("author_kind").unwrap_or_else(|| "import".into()),
-        status: text("status").unwrap_or_else(|| "active".into()),
+        status,
         visibility: text("visibility").unwrap_or_else(|| "private".into()),
         evidence_refs: evidence,
         created_at_ms: created,
         updated_at_ms: time("updated_at_ms").unwrap_or(created),
+        supersedes: text("supersedes"),
         kind,
     })
 }
 
-/// Inserts or replaces assertions, refreshes affected sessions' tags, bumps the generation.
-pub fn upsert(conn: &mut Connection, rows: &[Assertion]) -> Result<(), AssertionError> {
+/// What [`upsert`] stored of one row.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The row's id.
+    pub assertion_id: String,
+    /// The status it holds now.
+    pub status: String,
+    /// Whether it was already judged and kept that judgment.
+    pub kept_judgment: bool,
+}
+
+/// The canonical form of `target` and the session it is or belongs to: a session ref's id (the
+/// session's own id when `target` names it by its native id), or the session of the object
+/// another ref names (`None` when the archive does not hold it).
+pub(crate) fn target_session(
+    conn: &Connection,
+    target: &str,
+) -> Result<(String, Option<String>), AssertionError> {
+    let r = Ref::parse_or_session(target);
+    let Some((table, id_column, session_column)) = r.kind.table() else {
+        let own: Option<String> = conn
+            .query_row(
+                "SELECT session_id FROM sessions WHERE session_id = ?1 OR native_id = ?1
+                 ORDER BY session_id = ?1 DESC LIMIT 1",
+                [&r.id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        let id = own.unwrap_or(r.id);
+        return Ok((format!("session:{id}"), Some(id)));
+    };
+    let session = conn
+        .query_row(
+            &format!("SELECT {session_column} FROM {table} WHERE {id_column} = ?1"),
+            [&r.id],
+            |row| row.get(0),
+        )
+        .optional()?
+        .flatten();
+    Ok((r.canonical(), session))
+}
+
+/// Writes assertions (inserting or updating by id), enforcing the lifecycle for every writer:
+/// the status must be one of the vocabulary; a claim not written by a user (`author_kind` other
+/// than `user`), tags aside, lands as a private candidate that is not injected and waits for a
+/// judgment; a row already holding a judgment ([`TERMINAL_STATUSES`]) keeps its status,
+/// visibility and policy. Refreshes the affected sessions' tags and bumps the generation, in
+/// one transaction.
+pub fn upsert(conn: &mut Connection, rows: &[Assertion]) -> Result<Vec<Written>, AssertionError> {
     if rows.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let tx = conn.transaction()?;
+    let written = upsert_in(&tx, rows)?;
+    tx.commit()?;
+    Ok(written)
+}
+
+/// [`upsert`] inside the caller's transaction.
+pub(crate) fn upsert_in(
+    tx: &rusqlite::Transaction<'_>,
+    rows: &[Assertion],
+) -> Result<Vec<Written>, AssertionError> {
+    let mut written = Vec::with_capacity(rows.len());
+    let mut tagged: Vec<String> = Vec::new();
     {
+        let mut held = tx.prepare("SELECT status FROM assertions WHERE assertion_id = ?1")?;
         let mut stmt = tx.prepare(
             "INSERT INTO assertions (assertion_id, target_ref, scope_ref, kind, key, value, body_text,
-                author_ref, author_kind, status, visibility, evidence_refs, created_at_ms, updated_at_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                author_ref, author_kind, status, visibility, evidence_refs, created_at_ms,
+                updated_at_ms, session_id, supersedes, context_policy)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
              ON CONFLICT (assertion_id) DO UPDATE SET target_ref = excluded.target_ref,
                scope_ref = excluded.scope_ref, kind = excluded.kind, key = excluded.key,
                value = excluded.value, body_text = excluded.body_text, author_ref = excluded.author_ref,
                author_kind = excluded.author_kind, status = excluded.status,
                visibility = excluded.visibility, evidence_refs = excluded.evidence_refs,
-               updated_at_ms = excluded.updated_at_ms",
+               updated_at_ms = excluded.updated_at_ms, session_id = excluded.session_id,
+               supersedes = excluded.supersedes, context_policy = excluded.context_policy,
+               staleness = 'current', original_status = NULL",
         )?;
         for a in rows {
+            check_status(&a.status)?;
+            let (target, session) = target_session(tx, &a.target_ref)?;
+            let before: Option<String> =
+                held.query_row([&a.assertion_id], |r| r.get(0)).optional()?;
+            let kept = before
+                .as_deref()
+                .is_some_and(|s| TERMINAL_STATUSES.contains(&s));
+            let machine = a.author_kind != "user" && a.kind != "tag";
+            let (status, visibility, policy) = match before {
+                Some(judged) if kept => {
+                    let (visibility, policy): (String, String) = tx.query_row(
+                        "SELECT visibility, context_policy FROM assertions WHERE assertion_id = ?1",
+                        [&a.assertion_id],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )?;
+                    (judged, visibility, policy)
+                }
+                _ if machine || a.status == "candidate" => (
+                    "candidate".to_string(),
+                    "private".to_string(),
+                    POLICY_CANDIDATE.to_string(),
+                ),
+                _ => (
+                    a.status.clone(),
+                    a.visibility.clone(),
+                    POLICY_TRUSTED.to_string(),
+                ),
+            };
             stmt.execute(params![
                 a.assertion_id,
-                a.target_ref,
+                target,
                 a.scope_ref,
                 a.kind,
                 a.key,
@@ -247,32 +419,88 @@ pub fn upsert(conn: &mut Connection, rows: &[Assertion]) -> Result<(), Assertion
                 a.body_text,
                 a.author_ref,
                 a.author_kind,
-                a.status,
-                a.visibility,
+                status,
+                visibility,
                 a.evidence_refs,
                 a.created_at_ms,
-                a.updated_at_ms
+                a.updated_at_ms,
+                session,
+                a.supersedes,
+                policy
             ])?;
-        }
-        let mut refresh = tx.prepare(
-            "UPDATE sessions SET tags = (SELECT COALESCE(json_group_array(value), '[]') FROM
-                (SELECT DISTINCT value FROM assertions
-                 WHERE target_ref = ?1 AND kind = 'tag' AND status = 'active' ORDER BY value))
-             WHERE session_id = ?1",
-        )?;
-        for a in rows.iter().filter(|a| a.kind == "tag") {
-            refresh.execute([&a.target_ref])?;
+            if a.kind == "tag"
+                && let Some(s) = session
+                && !tagged.contains(&s)
+            {
+                tagged.push(s);
+            }
+            written.push(Written {
+                assertion_id: a.assertion_id.clone(),
+                status,
+                kept_judgment: kept,
+            });
         }
     }
-    bump_generation(&tx)?;
-    // The snapshot partitions this changed: the assertions table, and the tagged sessions'.
+    finish_write(tx, &tagged)?;
+    Ok(written)
+}
+
+/// The end of every assertion write: refreshes the tags of `tagged` sessions, bumps the
+/// generation and records the snapshot partitions it changed (the assertions table, and the
+/// tagged sessions').
+pub(crate) fn finish_write(
+    tx: &rusqlite::Transaction<'_>,
+    tagged: &[String],
+) -> Result<(), AssertionError> {
+    let mut refresh = tx.prepare(
+        "UPDATE sessions SET tags = (SELECT COALESCE(json_group_array(value), '[]') FROM
+            (SELECT DISTINCT value FROM assertions
+             WHERE session_id = ?1 AND kind = 'tag' AND status = 'active' ORDER BY value))
+         WHERE session_id = ?1",
+    )?;
+    for session in tagged {
+        refresh.execute([session])?;
+    }
+    bump_generation(tx)?;
     tx.execute(RECORD_WHOLE_TABLE_CHANGE, [])?;
-    {
-        let mut record = tx.prepare(RECORD_SESSION_CHANGE)?;
-        for a in rows.iter().filter(|a| a.kind == "tag") {
-            record.execute([&a.target_ref])?;
-        }
+    let mut record = tx.prepare(RECORD_SESSION_CHANGE)?;
+    for session in tagged {
+        record.execute([session])?;
     }
-    tx.commit()?;
     Ok(())
+}
+
+/// Sets `staleness` of the assertions about objects of `sessions` (their rows were just
+/// replaced): `current` when the object the target names is still there, `target_missing`
+/// when it is gone. Claims about a session itself stay as they are. Returns how many rows
+/// changed.
+pub(crate) fn refresh_staleness(conn: &Connection, sessions: &[&str]) -> rusqlite::Result<usize> {
+    if sessions.is_empty() {
+        return Ok(0);
+    }
+    let exists: Vec<String> = quarry_schema::refs::KINDS
+        .into_iter()
+        .filter_map(|kind| {
+            let (table, id_column, _) = kind.table()?;
+            let prefix = format!("{}:", kind.name());
+            Some(format!(
+                "WHEN target_ref GLOB '{prefix}*' THEN EXISTS (SELECT 1 FROM {table} \
+                 WHERE {id_column} = substr(target_ref, {}))",
+                prefix.len() + 1
+            ))
+        })
+        .collect();
+    let mut stmt = conn.prepare_cached(&format!(
+        "UPDATE assertions SET staleness = s.now FROM
+            (SELECT assertion_id AS id, CASE WHEN CASE {} ELSE 1 END THEN 'current'
+                 ELSE 'target_missing' END AS now
+             FROM assertions WHERE session_id = ?1 AND target_ref NOT GLOB 'session:*') AS s
+         WHERE assertions.assertion_id = s.id AND assertions.staleness <> s.now",
+        exists.join(" ")
+    ))?;
+    let mut changed = 0;
+    for session in sessions {
+        changed += stmt.execute([session])?;
+    }
+    Ok(changed)
 }

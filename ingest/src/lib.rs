@@ -21,6 +21,7 @@ mod derive;
 mod detect;
 mod discover;
 mod gemini;
+pub mod judge;
 mod lines;
 mod model;
 mod reindex;

@@ -236,6 +236,7 @@ fn write_file_rows(
     })?;
     let mut stmt =
         tx.prepare_cached("UPDATE sessions SET replacement_epoch = ?2 WHERE session_id = ?1")?;
+    let mut replaced = Vec::new();
     for s in sessions {
         let id = &s.session.session_id;
         let epoch = kept_epochs
@@ -243,6 +244,13 @@ fn write_file_rows(
             .find(|(kept, _)| kept == id)
             .map_or(generation, |(_, e)| *e);
         stmt.execute(params![id, epoch])?;
+        if epoch == generation {
+            replaced.push(id.as_str());
+        }
+    }
+    // The claims about a replaced session's objects: whether the new rows still hold them.
+    if crate::assertions::refresh_staleness(tx, &replaced)? > 0 {
+        tx.execute(quarry_archive::RECORD_WHOLE_TABLE_CHANGE, [])?;
     }
     tx.execute(
         &upsert_statement("source_files", &[])?,
@@ -372,7 +380,7 @@ fn insert_session(
                 "tags",
                 "(SELECT COALESCE(json_group_array(value), '[]') FROM
                (SELECT DISTINCT value FROM assertions
-                WHERE target_ref = {session_id} AND kind = 'tag' AND status = 'active'
+                WHERE session_id = {session_id} AND kind = 'tag' AND status = 'active'
                 ORDER BY value))",
             ),
             // Sums of the usage rows the session owns: `RESOLVE_USAGE` fills them.

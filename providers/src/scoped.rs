@@ -31,7 +31,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::limit::LocalLimitExec;
 use datafusion::physical_plan::projection::ProjectionExec;
-use quarry_schema::{Table, Visibility};
+use quarry_schema::{AuthorPrivate, Table, Visibility};
 use quarry_udf::functions::{MemberSet, member_of};
 
 use crate::pass_through::PassThroughExec;
@@ -89,6 +89,8 @@ pub struct ScopedTable {
     owned: bool,
     /// The columns the table's full-text index holds.
     fulltext: &'static [&'static str],
+    /// The rows only their author sees (candidates), when the table has such rows.
+    author_private: Option<AuthorPrivate>,
     view: ReaderView,
 }
 
@@ -146,7 +148,21 @@ impl ScopedTable {
             message_column,
             owned: table.replaced_per_session && table.session_key.is_some(),
             fulltext: table.fulltext,
+            author_private: table.author_private,
             view,
+        })
+    }
+
+    /// The filter hiding the rows only their author sees from everyone else: the row is not
+    /// private, or its author is the scope's owner.
+    fn authored(&self) -> Option<Expr> {
+        let private = self.author_private?;
+        let public = col(Column::from_name(private.column)).not_eq(lit(private.value));
+        Some(match &self.view.owner {
+            Some(owner) => {
+                public.or(col(Column::from_name(private.author)).eq(lit(owner.as_str())))
+            }
+            None => public,
         })
     }
 
@@ -172,10 +188,10 @@ impl ScopedTable {
             }
             _ => None,
         };
-        match (in_scope, shown) {
-            (Some(a), Some(b)) => Some(a.and(b)),
-            (a, b) => a.or(b),
-        }
+        [in_scope, shown, self.authored()]
+            .into_iter()
+            .flatten()
+            .reduce(Expr::and)
     }
 
     /// Whether the scope's sessions are all this table's rows can belong to.
@@ -213,10 +229,10 @@ impl ScopedTable {
                 (Some(shown), true)
             }
         };
-        let pushed = match (in_scope, shown) {
-            (Some(a), Some(b)) => Some(a.and(b)),
-            (a, b) => a.or(b),
-        };
+        let pushed = [in_scope, shown, self.authored()]
+            .into_iter()
+            .flatten()
+            .reduce(Expr::and);
         (pushed, sessions_whole && shown_whole)
     }
 
@@ -231,6 +247,10 @@ impl ScopedTable {
             && !self.view.hidden_messages.is_empty()
         {
             out.push(schema.index_of(column)?);
+        }
+        if let Some(private) = self.author_private {
+            out.push(schema.index_of(private.column)?);
+            out.push(schema.index_of(private.author)?);
         }
         Ok(out)
     }

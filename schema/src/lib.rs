@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod markdown;
+pub mod refs;
 mod tables;
 
 pub use markdown::{check_markdown_file, markdown_columns, regenerate_markdown};
@@ -136,6 +137,19 @@ pub struct Link {
     pub references: &'static str,
 }
 
+/// Rows of a table that a reader scope sees only when its owner wrote them: those whose
+/// `column` holds `value`, unless their `author` is the reader's owner (`assertions`:
+/// candidates stay private to their author).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthorPrivate {
+    /// The column that marks a row private.
+    pub column: &'static str,
+    /// The value that marks it.
+    pub value: &'static str,
+    /// The column naming the row's author.
+    pub author: &'static str,
+}
+
 /// One table (or view, or index) of the archive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Table {
@@ -169,6 +183,8 @@ pub struct Table {
     /// columns, priced from the price table in force for that run. They are not in the archive
     /// or in a snapshot, so a new price table changes answers without rewriting either.
     pub computed: &'static [Column],
+    /// Rows only their author sees in a reader scope, when the table has such rows.
+    pub author_private: Option<AuthorPrivate>,
 }
 
 impl Table {

@@ -3,7 +3,7 @@
 
 use crate::ColumnType::{Boolean, Integer, Json, Real, Text, Time};
 use crate::Visibility::{AdminOnly, Identity, Masked, Public};
-use crate::{Column, ColumnType, Link, Table, TableKind};
+use crate::{AuthorPrivate, Column, ColumnType, Link, Table, TableKind};
 
 /// A `NOT NULL` column.
 const fn req(name: &'static str, ty: ColumnType, doc: &'static str) -> Column {
@@ -249,6 +249,7 @@ const SESSIONS: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: SESSION_COST,
+    author_private: None,
 };
 
 const MESSAGES: Table = Table {
@@ -328,6 +329,7 @@ const MESSAGES: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const BLOCKS: Table = Table {
@@ -382,6 +384,7 @@ const BLOCKS: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const ACTIONS: Table = Table {
@@ -437,6 +440,7 @@ const ACTIONS: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const FILES: Table = Table {
@@ -466,11 +470,12 @@ const FILES: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const ASSERTIONS: Table = Table {
     name: "assertions",
-    doc: "one tag, note or imported claim about a session or message",
+    doc: "one tag, note, judgment or imported claim about a session or one of its objects",
     kind: TableKind::Table,
     columns: &[
         // `TEXT PRIMARY KEY` without `NOT NULL`.
@@ -479,9 +484,17 @@ const ASSERTIONS: Table = Table {
             Text,
             "`tag-<hash>` (one per session and tag), `note-<hash>`, or the imported id",
         ),
-        req("target_ref", Text, "what it is about (a session id)"),
+        req(
+            "target_ref",
+            Text,
+            "what it is about, as a ref: `session:<id>`, `message:<id>`, `assertion:<id>` (a judgment) …; a bare session id given to an import is stored as `session:<id>`",
+        ),
         opt("scope_ref", Text, "optional scope"),
-        req("kind", Text, "`tag`, `note`, or an imported kind"),
+        req(
+            "kind",
+            Text,
+            "`tag`, `note`, `judgment` (a verdict on a candidate), or an imported kind",
+        ),
         opt("key", Text, "key (`tag` for tags)"),
         opt("value", Text, "value (the tag)"),
         masked(opt("body_text", Text, "note text")),
@@ -489,23 +502,68 @@ const ASSERTIONS: Table = Table {
         req(
             "author_kind",
             Text,
-            "`user` for tag/note, `import` by default for imports",
+            "`user` for tag, note and judgments; `import` by default for imports",
         ),
-        req("status", Text, "`active` unless imported otherwise"),
-        req("visibility", Text, "`private` unless imported otherwise"),
-        req("evidence_refs", Json, "JSON array"),
+        req(
+            "status",
+            Text,
+            "one of active, candidate, accepted, rejected, deferred, superseded, deleted, inactive; a write not by a user lands as `candidate` (see docs/judgments.md)",
+        ),
+        req(
+            "visibility",
+            Text,
+            "`private` unless imported otherwise; candidates are always `private` (only their author sees them)",
+        ),
+        req(
+            "evidence_refs",
+            Json,
+            "JSON array of refs; a judgment's and an accepted claim's include `assertion:<candidate>`",
+        ),
         req("created_at_ms", Time, "creation time"),
         req("updated_at_ms", Time, "last update"),
+        opt(
+            "session_id",
+            Text,
+            "the session the target is or belongs to (NULL when the archive does not hold the target)",
+        ),
+        opt(
+            "supersedes",
+            Text,
+            "the assertion this one replaces (an accepted or superseding claim names its candidate)",
+        ),
+        req(
+            "context_policy",
+            Json,
+            "`{\"inject\": bool, \"promotion_required\": bool}`: candidates are not injected and wait for a judgment",
+        ),
+        req(
+            "staleness",
+            Text,
+            "`current`, or `target_missing` once a re-read of its session no longer holds the object it cites",
+        ),
+        opt(
+            "original_status",
+            Text,
+            "a status outside the vocabulary that an import stored before version 6 (the row is `inactive`)",
+        ),
     ],
     key: &["assertion_id"],
     // Assertions outlive re-ingest: they are about a session, not part of it.
     session_key: None,
-    links: &[to_session("target_ref")],
+    links: &[
+        to_session("session_id"),
+        link("supersedes", "assertions", "assertion_id"),
+    ],
     time_column: Some("created_at_ms"),
     fulltext: &[],
     visibility: Public,
     replaced_per_session: false,
     computed: &[],
+    author_private: Some(AuthorPrivate {
+        column: "status",
+        value: "candidate",
+        author: "author_ref",
+    }),
 };
 
 const RUNS: Table = Table {
@@ -541,6 +599,7 @@ const RUNS: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const OBSERVED_EVENTS: Table = Table {
@@ -583,6 +642,7 @@ const OBSERVED_EVENTS: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const CONTEXT_SNAPSHOTS: Table = Table {
@@ -615,6 +675,7 @@ const CONTEXT_SNAPSHOTS: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const DELEGATIONS: Table = Table {
@@ -676,6 +737,7 @@ const DELEGATIONS: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const EVENTS_SESSION_ID: Column = req("session_id", Text, "the session");
@@ -732,6 +794,7 @@ const EVENTS: Table = Table {
     // Its rows are `events_raw`'s.
     replaced_per_session: false,
     computed: &[],
+    author_private: None,
 };
 
 const EVENTS_RAW: Table = Table {
@@ -758,6 +821,7 @@ const EVENTS_RAW: Table = Table {
     visibility: AdminOnly,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const TURNS: Table = Table {
@@ -783,6 +847,7 @@ const TURNS: Table = Table {
     visibility: Public,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const USAGE_COST: &[Column] = &[
@@ -896,6 +961,7 @@ const USAGE: Table = Table {
     // Resolved across files from `usage_records`, not replaced with one session's rows.
     replaced_per_session: false,
     computed: USAGE_COST,
+    author_private: None,
 };
 
 const USAGE_RECORDS: Table = Table {
@@ -942,6 +1008,7 @@ const USAGE_RECORDS: Table = Table {
     visibility: AdminOnly,
     replaced_per_session: true,
     computed: &[],
+    author_private: None,
 };
 
 const META: Table = Table {
@@ -964,6 +1031,7 @@ const META: Table = Table {
     visibility: AdminOnly,
     replaced_per_session: false,
     computed: &[],
+    author_private: None,
 };
 
 const SNAPSHOT_CHANGES: Table = Table {
@@ -986,6 +1054,7 @@ const SNAPSHOT_CHANGES: Table = Table {
     visibility: AdminOnly,
     replaced_per_session: false,
     computed: &[],
+    author_private: None,
 };
 
 const SOURCE_FILES: Table = Table {
@@ -1024,6 +1093,7 @@ const SOURCE_FILES: Table = Table {
     visibility: AdminOnly,
     replaced_per_session: false,
     computed: &[],
+    author_private: None,
 };
 
 const BLOCKS_FTS: Table = Table {
@@ -1049,4 +1119,5 @@ const BLOCKS_FTS: Table = Table {
     visibility: AdminOnly,
     replaced_per_session: false,
     computed: &[],
+    author_private: None,
 };

@@ -249,7 +249,7 @@ fn skeleton() -> String {
         .iter()
         .map(|t| {
             format!(
-                "## {}\nprose\n<!-- generated: table {} -->\nstale\n<!-- end generated -->\n",
+                "## {}\nprose\n<!-- generated: table {} -->\nstale text\n<!-- end generated -->\n",
                 t.name, t.name
             )
         })
@@ -261,7 +261,7 @@ fn markdown_sections_regenerate() {
     let doc = skeleton();
     let once = regenerate_markdown(&doc).unwrap();
     assert_ne!(once, doc);
-    assert!(!once.contains("stale"));
+    assert!(!once.contains("stale text"));
     assert_eq!(regenerate_markdown(&once).unwrap(), once, "idempotent");
     assert!(once.contains("| session_id | text, nullable | `origin:native_id` |\n"));
     assert!(once.contains("| payload | json | the raw record (admin scope only) |\n"));

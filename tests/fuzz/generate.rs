@@ -445,7 +445,7 @@ impl Generator<'_> {
                 strings.choose(&mut self.rng)?.clone()
             }
             FieldKind::Equality => self.recase(&ascii),
-            FieldKind::Prefix => {
+            FieldKind::Prefix | FieldKind::Ref => {
                 let len = ascii.len();
                 if len == 0 {
                     return None;

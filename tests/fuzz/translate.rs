@@ -73,7 +73,7 @@ pub fn via_keys(owner: UnitId, via: UnitId) -> Option<(&'static str, &'static st
 fn session_key(unit: &Unit) -> &'static str {
     match unit.id {
         UnitId::Sessions => "session_id",
-        UnitId::Assertions => "target_ref",
+        UnitId::Assertions => "session_id",
         UnitId::Delegations => "parent_session_id",
         _ => unit.session_column.unwrap_or("session_id"),
     }
@@ -343,6 +343,17 @@ fn match_sql(column: &str, kind: FieldKind, v: &str) -> String {
         FieldKind::Prefix => format!(
             "{column} LIKE {} ESCAPE '\\'",
             quote(&format!("{}%", escape_like(v)))
+        ),
+        // A bare id also reads as a session's.
+        FieldKind::Ref => format!(
+            "({column} LIKE {} ESCAPE '\\' OR ({} AND {column} LIKE {} ESCAPE '\\'))",
+            quote(&format!("{}%", escape_like(v))),
+            if quarry::read::Ref::parse(v).is_some() {
+                "0"
+            } else {
+                "1"
+            },
+            quote(&format!("session:{}%", escape_like(v.trim())))
         ),
         FieldKind::Equality => format!("lower({column}) = {}", quote(&v.to_lowercase())),
         FieldKind::Json => format!(

@@ -58,7 +58,7 @@ pub enum LowerError {
 pub fn session_key(unit: UnitId) -> Option<&'static str> {
     match unit {
         UnitId::Sessions => Some("session_id"),
-        UnitId::Assertions => Some("target_ref"),
+        UnitId::Assertions => Some("session_id"),
         UnitId::Delegations => Some("parent_session_id"),
         other => unit_def(other).session_column,
     }

@@ -12,7 +12,7 @@
 //! texts are masked; every read is audited.
 
 pub mod lineage;
-pub mod refs;
+pub use quarry_schema::refs;
 pub mod resolve;
 pub mod trace;
 pub mod transcript;

@@ -112,21 +112,6 @@ impl Excerpt {
     }
 }
 
-/// The table, id column and session column of each kind but `session`.
-fn table_of(kind: RefKind) -> Option<(&'static str, &'static str, &'static str)> {
-    Some(match kind {
-        RefKind::Session => return None,
-        RefKind::Message => ("messages", "message_id", "session_id"),
-        RefKind::Block => ("blocks", "block_id", "session_id"),
-        RefKind::Action => ("actions", "action_id", "session_id"),
-        RefKind::Assertion => ("assertions", "assertion_id", "target_ref"),
-        RefKind::Delegation => ("delegations", "delegation_id", "parent_session_id"),
-        RefKind::Run => ("runs", "run_id", "session_id"),
-        RefKind::ObservedEvent => ("observed_events", "event_id", "session_id"),
-        RefKind::ContextSnapshot => ("context_snapshots", "snapshot_id", "session_id"),
-    })
-}
-
 /// `text` as an SQL string literal.
 fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
@@ -145,7 +130,7 @@ pub(super) async fn resolve(session: &Session, reference: &str) -> Result<Resolu
         caveats,
     };
     let parsed = Ref::parse(reference);
-    let Some((table, id_column, session_column)) = parsed.as_ref().and_then(|r| table_of(r.kind))
+    let Some((table, id_column, session_column)) = parsed.as_ref().and_then(|r| r.kind.table())
     else {
         // A session ref, or a bare id read as a session's.
         let caveats = match parsed {

@@ -43,7 +43,7 @@ const ASSERTION_FIELDS: &[Field] = &[
     ),
     Field::new(
         "target",
-        K::Prefix,
+        K::Ref,
         col("target_ref"),
         "ref the assertion is about",
         "target:session:codex-session:abc",
@@ -51,7 +51,7 @@ const ASSERTION_FIELDS: &[Field] = &[
     .group(),
     Field::new(
         "target_ref",
-        K::Prefix,
+        K::Ref,
         col("target_ref"),
         "alias of target",
         "target_ref:session:codex-session:abc",
@@ -122,6 +122,28 @@ const ASSERTION_FIELDS: &[Field] = &[
         "evidence:message:abc",
     ),
     Field::new(
+        "context",
+        K::Json,
+        col("context_policy"),
+        "a key or value of the context policy (`inject`, `promotion_required`)",
+        "context:promotion_required",
+    ),
+    Field::new(
+        "staleness",
+        K::Equality,
+        col("staleness"),
+        "`current`, or `target_missing` once its target is gone",
+        "staleness:target_missing",
+    )
+    .group(),
+    Field::new(
+        "supersedes",
+        K::Prefix,
+        col("supersedes"),
+        "the assertion this one replaces (an accepted or superseding claim's candidate)",
+        "supersedes:c1",
+    ),
+    Field::new(
         "time",
         K::Date,
         col("created_at_ms"),
@@ -145,7 +167,7 @@ pub(super) const ASSERTIONS: Unit = Unit {
     singular: "assertion",
     table: ASSERTIONS_TABLE.name,
     schema: ASSERTIONS_TABLE,
-    doc: "one tag, note or imported claim about a session or message",
+    doc: "one tag, note, judgment or imported claim about a session or one of its objects",
     time_column: ASSERTIONS_TABLE.time_column,
     session_column: ASSERTIONS_TABLE.session_key,
     fields: ASSERTION_FIELDS,

@@ -51,6 +51,9 @@ pub enum FieldKind {
     Equality,
     /// Prefix match.
     Prefix,
+    /// A ref (`kind:id`), matched by prefix; a value that is not a ref of a known kind also
+    /// matches as a session's id (`target:abc` finds `session:abc…`).
+    Ref,
     /// One of a closed set of values (`values`).
     Enum,
     /// A non-negative count: `f:>=N`, `f >= N`, `f between A and B`.
@@ -78,6 +81,7 @@ impl FieldKind {
             FieldKind::Substring => "substring",
             FieldKind::Equality => "equality",
             FieldKind::Prefix => "prefix",
+            FieldKind::Ref => "ref",
             FieldKind::Enum => "enum",
             FieldKind::Count => "count",
             FieldKind::Number => "number",

@@ -55,6 +55,24 @@ impl RefKind {
     }
 }
 
+impl RefKind {
+    /// The table holding the objects of this kind, its id column and the column naming the
+    /// session an object belongs to; `None` for sessions themselves.
+    pub fn table(self) -> Option<(&'static str, &'static str, &'static str)> {
+        Some(match self {
+            RefKind::Session => return None,
+            RefKind::Message => ("messages", "message_id", "session_id"),
+            RefKind::Block => ("blocks", "block_id", "session_id"),
+            RefKind::Action => ("actions", "action_id", "session_id"),
+            RefKind::Assertion => ("assertions", "assertion_id", "session_id"),
+            RefKind::Delegation => ("delegations", "delegation_id", "parent_session_id"),
+            RefKind::Run => ("runs", "run_id", "session_id"),
+            RefKind::ObservedEvent => ("observed_events", "event_id", "session_id"),
+            RefKind::ContextSnapshot => ("context_snapshots", "snapshot_id", "session_id"),
+        })
+    }
+}
+
 /// A parsed ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ref {
@@ -75,6 +93,19 @@ impl Ref {
             kind,
             id: id.to_string(),
         })
+    }
+
+    /// `text` as a ref, a bare id read as a session's (as a session read takes it).
+    pub fn parse_or_session(text: &str) -> Ref {
+        Ref::parse(text).unwrap_or_else(|| Ref {
+            kind: RefKind::Session,
+            id: text.trim().to_string(),
+        })
+    }
+
+    /// The ref's canonical text, `kind:id`.
+    pub fn canonical(&self) -> String {
+        format!("{}:{}", self.kind.name(), self.id)
     }
 }
 
