@@ -85,7 +85,7 @@ fn explain_plan_shows_pushdown_into_the_scan() {
         .unwrap();
     let scan = text
         .lines()
-        .find(|l| l.contains("SqliteScanExec"))
+        .find(|l| l.contains("SqliteScanExec: table=messages"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
         scan.contains("\"role\" = ?") && scan.contains("\"type\" = ?"),
@@ -100,7 +100,7 @@ fn explain_plan_shows_pushdown_into_the_scan() {
     // scan, as SQLite `lower(repo) LIKE '%x%'`, exact since `x` folds the same in both engines.
     let sessions = text
         .lines()
-        .find(|l| l.contains("SqliteScanExec: table=sessions"))
+        .find(|l| l.contains("SqliteScanExec: table=sessions") && l.contains("repo"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(sessions.contains("lower(\"repo\") LIKE ?"), "{sessions}");
     assert!(
@@ -528,4 +528,54 @@ fn exports_get_the_ordinary_mode_of_a_new_file() {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644, "{name}: mode {mode:o}");
     }
+}
+
+#[test]
+fn unit_rows_carry_their_unit_and_their_sessions_origin_and_title() {
+    let Some(archive) = corpus_archive() else {
+        return;
+    };
+    let rt = runtime();
+    let engine = engine(archive);
+    // The oracle: SQLite's join of each unit table with `sessions`.
+    for (table, id, unit) in [
+        ("messages", "message_id", "message"),
+        ("actions", "action_id", "action"),
+        ("files", "session_id || path", "file"),
+    ] {
+        let want = sql_rows(
+            archive,
+            &format!(
+                "SELECT t.{id}, '{unit}', s.origin, s.title FROM {table} t
+                 JOIN sessions s ON s.session_id = t.session_id ORDER BY 1"
+            ),
+        );
+        let got = rt
+            .block_on(engine.sql_collect(
+                &format!("SELECT {id}, unit, origin, title FROM {table} ORDER BY 1"),
+                Caps::default(),
+            ))
+            .unwrap();
+        let got = json_rows(&got.batches);
+        assert!(want.len() > 100, "{table}");
+        assert_eq!(got, want, "{table}");
+    }
+    // The language reads them as any column: grouped, filtered, projected.
+    let grouped = rt
+        .block_on(engine.query_collect("messages | group by origin | agg count", Caps::default()))
+        .unwrap();
+    let want = sql_rows(
+        archive,
+        "SELECT s.origin, COUNT(*) FROM messages m JOIN sessions s USING (session_id)
+         GROUP BY 1 ORDER BY 2 DESC, 1",
+    );
+    assert_eq!(json_rows(&grouped.batches), want);
+    let assertion = rt
+        .block_on(engine.sql_collect("SELECT DISTINCT unit FROM assertions", Caps::default()))
+        .unwrap();
+    assert!(
+        json_rows(&assertion.batches)
+            .iter()
+            .all(|r| r[0] == "assertion")
+    );
 }

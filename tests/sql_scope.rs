@@ -997,3 +997,50 @@ fn a_readers_search_of_masked_text_keeps_what_it_sees_and_finds_no_secret() {
         assert_eq!(count(&reader), reader_rows, "reader: {query}");
     }
 }
+
+#[test]
+fn unit_rows_titles_come_through_the_readers_sessions_masked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (archive, api_key, _) = secret_archive(dir.path());
+    // The session's title holds the key (a `custom-title` record); re-read it.
+    let transcript = dir.path().join("secret.jsonl");
+    let mut text = std::fs::read_to_string(&transcript).unwrap();
+    text.push_str(
+        &serde_json::json!({"type": "custom-title", "customTitle": format!("rotate {api_key}"),
+            "sessionId": "5ec2e7a1-0000-4000-8000-000000000001"})
+        .to_string(),
+    );
+    text.push('\n');
+    std::fs::write(&transcript, text).unwrap();
+    ingest_with(&archive, &["--owner", "alice"], &[&transcript]);
+    let admin = open_as(&archive, "admin");
+    let reader = open_as(&archive, "alice");
+    for q in [&admin, &reader] {
+        for query in [
+            "SELECT DISTINCT unit, origin, title FROM messages",
+            "SELECT DISTINCT unit, origin, title FROM actions",
+        ] {
+            let rows = sql(q, query).unwrap();
+            let sessions = sql(q, "SELECT origin, title FROM sessions").unwrap();
+            assert_eq!(rows.len(), 1, "{query}");
+            assert_eq!(rows[0][1..], sessions[0][..], "{query}");
+            let unit = query.split("FROM ").nth(1).unwrap().trim_end_matches('s');
+            assert_eq!(rows[0][0], unit, "{query}");
+        }
+    }
+    let title =
+        |q: &Quarry| lang(q, "messages | limit 1 | select title").unwrap()[0][0].to_string();
+    assert!(title(&admin).contains(&api_key));
+    let masked = title(&reader);
+    assert!(
+        !masked.contains(&api_key) && masked.contains("[REDACTED:"),
+        "{masked}"
+    );
+    // A filter on a computed column is exact, and the title stays masked in it.
+    let filtered = format!(
+        "SELECT COUNT(*) FROM messages WHERE title LIKE '%{}%'",
+        &api_key[8..20]
+    );
+    assert!(one(&sql(&admin, &filtered).unwrap()) > 0);
+    assert_eq!(one(&sql(&reader, &filtered).unwrap()), 0);
+}

@@ -328,7 +328,7 @@ const MESSAGES: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
-    computed: &[],
+    computed: MESSAGE_UNIT,
     author_private: None,
 };
 
@@ -439,7 +439,7 @@ const ACTIONS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
-    computed: &[],
+    computed: ACTION_UNIT,
     author_private: None,
 };
 
@@ -469,7 +469,7 @@ const FILES: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: true,
-    computed: &[],
+    computed: FILE_UNIT,
     author_private: None,
 };
 
@@ -558,7 +558,7 @@ const ASSERTIONS: Table = Table {
     fulltext: &[],
     visibility: Public,
     replaced_per_session: false,
-    computed: &[],
+    computed: ASSERTION_UNIT,
     author_private: Some(AuthorPrivate {
         column: "status",
         value: "candidate",
@@ -877,6 +877,21 @@ const USAGE_COST: &[Column] = &[
         "the part of `cost_usd` for prompt-cache writes, 5-minute and 1-hour writes each at its own rate",
     ),
 ];
+
+/// The owning session's origin: the part of `session_id` before its first colon (a session id
+/// is `origin:native_id`).
+const ORIGIN: Column = opt(
+    "origin",
+    Text,
+    "the owning session's origin (`session_id` is `origin:native_id`)",
+);
+/// The owning session's title, read from `sessions` only when a query reads it.
+const TITLE: Column = masked(opt("title", Text, "the owning session's title"));
+
+const MESSAGE_UNIT: &[Column] = &[req("unit", Text, "`message`"), ORIGIN, TITLE];
+const ACTION_UNIT: &[Column] = &[req("unit", Text, "`action`"), ORIGIN, TITLE];
+const FILE_UNIT: &[Column] = &[req("unit", Text, "`file`"), ORIGIN, TITLE];
+const ASSERTION_UNIT: &[Column] = &[req("unit", Text, "`assertion`")];
 
 const SESSION_COST: &[Column] = &[opt(
     "cost_usd",

@@ -21,6 +21,7 @@ mod scope;
 pub mod source;
 mod sql;
 mod topk;
+mod unit_rows;
 mod view;
 mod yields;
 
@@ -285,7 +286,9 @@ impl Engine {
     async fn open_catalog(&self, stamp: Stamp) -> Result<Catalog, Error> {
         let (chosen, stored) =
             source::open(&self.options, stamp.generation, self.template.runtime_env()).await?;
-        let admin = cost::priced(stored.clone(), &self.pricing).map_err(engine_error)?;
+        let admin = cost::priced(stored.clone(), &self.pricing)
+            .and_then(unit_rows::with_unit_columns)
+            .map_err(engine_error)?;
         let admin = Arc::new(View::new(&self.template, admin, &chosen)?);
         Ok(Catalog {
             stamp,

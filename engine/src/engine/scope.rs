@@ -343,6 +343,8 @@ fn reader_view(
             Arc::new(scoped) as Arc<dyn datafusion::datasource::TableProvider>,
         ));
     }
-    let tables = priced(tables, parts.pricing).map_err(engine_error)?;
+    let tables = priced(tables, parts.pricing)
+        .and_then(super::unit_rows::with_unit_columns)
+        .map_err(engine_error)?;
     View::new(parts.template, tables, &catalog.chosen)
 }

@@ -58,6 +58,19 @@ pub(crate) struct TopK {
     expected: usize,
 }
 
+/// The snapshot table `provider` reads: itself, or the stored table under a unit table's
+/// computed columns.
+fn snapshot_of(
+    provider: &Arc<dyn datafusion::datasource::TableProvider>,
+) -> Option<&SnapshotTable> {
+    let provider = provider.as_ref();
+    provider.downcast_ref::<SnapshotTable>().or_else(|| {
+        provider
+            .downcast_ref::<super::unit_rows::UnitRows>()
+            .and_then(|rows| rows.stored().downcast_ref::<SnapshotTable>())
+    })
+}
+
 /// A filter a top-k plan's scan gets from the row groups' statistics.
 #[derive(Debug)]
 pub(crate) enum Bound {
@@ -98,7 +111,7 @@ impl TopK {
         let Some((table, column, provider)) = scan_column(below, key)? else {
             return Ok(None);
         };
-        if provider.as_ref().downcast_ref::<SnapshotTable>().is_none() || k == 0 {
+        if snapshot_of(&provider).is_none() || k == 0 {
             return Ok(None);
         }
         let Some(expected) = rows_through(&above, k)? else {
@@ -120,7 +133,7 @@ impl TopK {
     /// The bounds to try in turn, from the row groups' statistics of the key: none when fewer
     /// than k row groups have them (a bound could then cut nothing worth its check).
     pub(crate) async fn bounds(&self, ctx: &SessionContext) -> Result<Vec<Bound>> {
-        let Some(snapshot) = self.provider.as_ref().downcast_ref::<SnapshotTable>() else {
+        let Some(snapshot) = snapshot_of(&self.provider) else {
             return Ok(Vec::new());
         };
         let extremes = snapshot
