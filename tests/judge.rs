@@ -554,6 +554,41 @@ fn statuses_outside_the_vocabulary_are_refused_and_the_language_sees_the_lifecyc
     assert_eq!(count("assertions where status:candidate | count"), 0);
     assert_eq!(count("assertions where status:accepted | count"), 1);
     assert_eq!(count("assertions where supersedes:ok | count"), 1);
+    // A ref matches whole: `ok` is not a prefix of `ok2`'s ref.
+    import(
+        &archive,
+        &[
+            serde_json::json!({"assertion_id": "ok2", "target_ref": alice, "kind": "decision", "author_kind": "agent"}),
+        ],
+    );
+    judge_json(&archive, &["--reject", "ok2", "--reason", "no"]);
+    assert_eq!(
+        count("assertions where target:assertion:ok AND kind:judgment | count"),
+        1
+    );
+    assert_eq!(
+        count("assertions where target:assertion:ok2 AND kind:judgment | count"),
+        1
+    );
+    assert_eq!(
+        count(&format!(
+            "assertions where target:{} | count",
+            &alice[..alice.len() - 2]
+        )),
+        0
+    );
+    // `judgment` is the judge's kind alone.
+    let reserved = import(
+        &archive,
+        &[serde_json::json!({"target_ref": alice, "kind": "judgment", "value": "accepted"})],
+    );
+    assert_eq!(reserved["imported"], 0);
+    assert!(
+        reserved["diagnostics"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("reserved")
+    );
     assert_eq!(
         count("assertions where target:assertion:ok AND kind:judgment | count"),
         1
@@ -561,7 +596,7 @@ fn statuses_outside_the_vocabulary_are_refused_and_the_language_sees_the_lifecyc
     // Session filters reach claims through the session they name.
     assert_eq!(
         count("assertions where session.owner:alice AND kind:decision | count"),
-        2
+        3
     );
     assert_eq!(count("assertions where session.owner:bob | count"), 0);
 }
@@ -656,10 +691,245 @@ fn a_reader_sees_its_sessions_claims_and_only_its_own_candidates() {
         "assertions | group by status | agg count",
     ]);
     assert_eq!(counted["rows"], serde_json::json!([["active", 1]]));
+    // Attached rows (`with assertions(...)`) apply it too.
+    let attached = quarry_json(&[
+        "--archive",
+        a,
+        "--scope",
+        "bob",
+        "--format",
+        "json",
+        "query",
+        "owner:bob with assertions(assertion_id)",
+    ]);
+    let text = attached.to_string();
+    assert!(
+        text.contains("b-user") && !text.contains("b-candidate"),
+        "{text}"
+    );
+    // Judged out of force, a machine claim stays private; the accepted copy is the judge's
+    // claim, in force, and readers see it.
+    judge_json(&archive, &["--reject", "b-candidate", "--reason", "no"]);
+    judge_json(&archive, &["--accept", "a-detector", "--reason", "yes"]);
+    judge_json(
+        &archive,
+        &["--defer", "a-own-candidate", "--reason", "later"],
+    );
+    let alice_sees = seen("alice", "sql");
+    assert!(
+        alice_sees.contains(&"a-own-candidate".to_string()),
+        "{alice_sees:?}"
+    );
+    assert!(
+        !alice_sees.contains(&"a-detector".to_string()),
+        "{alice_sees:?}"
+    );
+    assert!(
+        alice_sees.iter().any(|id| id.starts_with("claim-")),
+        "{alice_sees:?}"
+    );
+    let bob_sees = seen("bob", "sql");
+    assert!(
+        !bob_sees.contains(&"b-candidate".to_string()),
+        "{bob_sees:?}"
+    );
     // Judging is the admin's.
     let out = quarry(&["--archive", a, "--scope", "alice", "judge", "--list"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("admin"));
+}
+
+#[test]
+fn claims_about_a_hidden_message_are_not_a_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (archive, _, _) = crate::sql_scope::secret_archive(dir.path());
+    let conn = open(&archive);
+    let hidden: String = conn
+        .query_row("SELECT message_id FROM messages WHERE hidden", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let (shown, block): (String, String) = conn
+        .query_row(
+            "SELECT m.message_id, b.block_id FROM messages m JOIN blocks b USING (message_id)
+             WHERE NOT m.hidden ORDER BY m.position LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let hidden_block: String = conn
+        .query_row(
+            "SELECT block_id FROM blocks WHERE message_id = ?1",
+            [&hidden],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(conn);
+    import(
+        &archive,
+        &[
+            serde_json::json!({"assertion_id": "on-hidden", "target_ref": format!("message:{hidden}"), "kind": "note", "author_kind": "user"}),
+            serde_json::json!({"assertion_id": "on-hidden-block", "target_ref": format!("block:{hidden_block}"), "kind": "note", "author_kind": "user"}),
+            serde_json::json!({"assertion_id": "on-shown", "target_ref": format!("message:{shown}"), "kind": "note", "author_kind": "user"}),
+            serde_json::json!({"assertion_id": "on-shown-block", "target_ref": format!("block:{block}"), "kind": "note", "author_kind": "user"}),
+        ],
+    );
+    let a = archive.to_str().unwrap();
+    let ids = |scope: &str| -> Vec<String> {
+        quarry_json(&[
+            "--archive",
+            a,
+            "--scope",
+            scope,
+            "--format",
+            "json",
+            "sql",
+            "SELECT assertion_id FROM assertions ORDER BY 1",
+        ])["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[0].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        ids("admin"),
+        ["on-hidden", "on-hidden-block", "on-shown", "on-shown-block"]
+    );
+    assert_eq!(ids("alice"), ["on-shown", "on-shown-block"]);
+}
+
+#[test]
+fn a_version_5_archive_finds_the_sessions_and_messages_its_claims_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (archive, session, _, message) = two_owners(dir.path());
+    let conn = rusqlite::Connection::open(&archive).unwrap();
+    let native: String = conn
+        .query_row(
+            "SELECT native_id FROM sessions WHERE session_id = ?1",
+            [&session],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let (block, block_message): (String, String) = conn
+        .query_row(
+            "SELECT block_id, message_id FROM blocks WHERE session_id = ?1 AND message_id <> ?2
+             ORDER BY block_id LIMIT 1",
+            [&session, &message],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    // Back to version 5, with claims as version 5 stored them.
+    conn.execute_batch(&format!(
+        "DROP INDEX assertions_session;
+         ALTER TABLE assertions DROP COLUMN session_id;
+         ALTER TABLE assertions DROP COLUMN message_id;
+         ALTER TABLE assertions DROP COLUMN supersedes;
+         ALTER TABLE assertions DROP COLUMN context_policy;
+         ALTER TABLE assertions DROP COLUMN staleness;
+         ALTER TABLE assertions DROP COLUMN original_status;
+         PRAGMA user_version = 5;
+         INSERT INTO assertions (assertion_id, target_ref, kind, author_kind, status, visibility,
+             created_at_ms, updated_at_ms) VALUES
+         ('by-native', '{native}', 'note', 'user', 'active', 'private', 1, 1),
+         ('msg', 'message:{message}', 'note', 'user', 'active', 'private', 1, 1),
+         ('blk', 'block:{block}', 'note', 'user', 'active', 'private', 1, 1),
+         ('gone', 'message:no-such-message', 'note', 'user', 'active', 'private', 1, 1),
+         ('on-claim', 'assertion:msg', 'judgment', 'user', 'active', 'private', 1, 1),
+         ('rej', 'session:{session}', 'caveat', 'import', 'rejected', 'private', 1, 1);"
+    ))
+    .unwrap();
+    drop(conn);
+    let out = quarry(&["--archive", archive.to_str().unwrap(), "tables"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let conn = open(&archive);
+    type Row = (
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        String,
+        String,
+    );
+    let rows: Vec<Row> = conn
+        .prepare(
+            "SELECT assertion_id, target_ref, session_id, message_id, staleness, context_policy
+             FROM assertions ORDER BY assertion_id",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let s = |x: &str| x.to_string();
+    let some = |x: &str| Some(x.to_string());
+    let trusted = s(r#"{"inject":true,"promotion_required":false}"#);
+    assert_eq!(
+        rows,
+        vec![
+            (
+                s("blk"),
+                format!("block:{block}"),
+                some(&session),
+                some(&block_message),
+                s("current"),
+                trusted.clone()
+            ),
+            (
+                s("by-native"),
+                format!("session:{session}"),
+                some(&session),
+                None,
+                s("current"),
+                trusted.clone()
+            ),
+            (
+                s("gone"),
+                s("message:no-such-message"),
+                None,
+                None,
+                s("target_missing"),
+                trusted.clone()
+            ),
+            (
+                s("msg"),
+                format!("message:{message}"),
+                some(&session),
+                some(&message),
+                s("current"),
+                trusted.clone()
+            ),
+            (
+                s("on-claim"),
+                s("assertion:msg"),
+                some(&session),
+                some(&message),
+                s("current"),
+                trusted
+            ),
+            (
+                s("rej"),
+                format!("session:{session}"),
+                some(&session),
+                None,
+                s("current"),
+                s(r#"{"inject":false,"promotion_required":false}"#)
+            ),
+        ]
+    );
 }
 
 #[test]
@@ -807,6 +1077,14 @@ fn a_claim_about_an_object_a_re_read_drops_goes_stale() {
             serde_json::json!({"assertion_id": "whole", "target_ref": session, "kind": "note", "author_kind": "user"}),
         ],
     );
+    // A machine claim about the last message, judged: the judgment is about the claim.
+    import(
+        &archive,
+        &[
+            serde_json::json!({"assertion_id": "cand", "target_ref": format!("message:{last}"), "kind": "decision", "author_kind": "agent"}),
+        ],
+    );
+    judge_json(&archive, &["--reject", "cand", "--reason", "no"]);
     // The file loses its later records; asked to, the re-read replaces the session.
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -834,4 +1112,71 @@ fn a_claim_about_an_object_a_re_read_drops_goes_stale() {
     assert_eq!(staleness("last"), "target_missing");
     assert_eq!(staleness("first"), "current");
     assert_eq!(staleness("whole"), "current");
+    assert_eq!(staleness("cand"), "target_missing");
+    let judgment: String = conn
+        .query_row(
+            "SELECT assertion_id FROM assertions WHERE kind = 'judgment'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        staleness(&judgment),
+        "current",
+        "its candidate is still there"
+    );
+    // Written back whole, the file holds the message again.
+    std::fs::write(&path, &text).unwrap();
+    ingest_with(&archive, &["--replace", &path], &[&corpus]);
+    assert_eq!(staleness("last"), "current");
+}
+
+#[test]
+fn a_claim_written_before_its_session_is_found_when_the_session_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    quarry_json(&[
+        "--format",
+        "json",
+        "gen",
+        "--sessions",
+        "1",
+        "--seed",
+        "23",
+        "--out",
+        corpus.to_str().unwrap(),
+    ]);
+    // The same corpus in a scratch archive tells the ids the real one will have.
+    let scratch = dir.path().join("scratch.db");
+    ingest_with(&scratch, &[], &[&corpus]);
+    let (session, message): (String, String) = open(&scratch)
+        .query_row(
+            "SELECT session_id, message_id FROM messages ORDER BY session_id, position LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let archive = dir.path().join("archive.db");
+    quarry(&["--archive", archive.to_str().unwrap(), "tables"]);
+    import(
+        &archive,
+        &[
+            serde_json::json!({"assertion_id": "early", "target_ref": format!("message:{message}"), "kind": "note", "author_kind": "user"}),
+        ],
+    );
+    let (_, _, _, before, _) = stored(&archive, "early");
+    assert_eq!(before, None);
+    let staleness = |a: &Path| -> String {
+        open(a)
+            .query_row(
+                "SELECT staleness FROM assertions WHERE assertion_id = 'early'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(staleness(&archive), "target_missing");
+    ingest_with(&archive, &[], &[&corpus]);
+    assert_eq!(stored(&archive, "early").3, Some(session));
+    assert_eq!(staleness(&archive), "current");
 }

@@ -316,6 +316,7 @@ fn strip_to_version_4(archive: &Path) {
     conn.execute_batch(
         "DROP INDEX assertions_session;
          ALTER TABLE assertions DROP COLUMN session_id;
+         ALTER TABLE assertions DROP COLUMN message_id;
          ALTER TABLE assertions DROP COLUMN supersedes;
          ALTER TABLE assertions DROP COLUMN context_policy;
          ALTER TABLE assertions DROP COLUMN staleness;

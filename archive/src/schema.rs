@@ -24,13 +24,15 @@ pub const MIGRATIONS: &[&str] = &[
 /// Version 6: the assertion lifecycle (`docs/judgments.md`). `status` takes one of the closed
 /// vocabulary ([`ASSERTION_STATUSES`]); an imported status outside it becomes `inactive`, its
 /// value kept in `original_status` (and reported when the archive is opened). `target_ref`
-/// holds a canonical ref: a bare session id, as earlier versions stored it, becomes
-/// `session:<id>`. `session_id` names the session the target is or belongs to (what scopes and
-/// `sessions.tags` read); `supersedes` the assertion an accepted or superseding one replaces;
-/// `context_policy` whether the claim may be injected into context and whether it waits for a
-/// judgment; `staleness` whether its target still exists.
+/// holds a canonical ref: a bare session id (or native id), as earlier versions stored it,
+/// becomes `session:<session id>`. `session_id` and `message_id` name the session and message
+/// the target is or belongs to (what scopes, hidden messages and `sessions.tags` read);
+/// `supersedes` the assertion an accepted or superseding one replaces; `context_policy` whether
+/// the claim may be injected into context and whether it waits for a judgment; `staleness`
+/// whether the object it cites is still in the archive.
 const MIGRATION_6: &str = r#"
 ALTER TABLE assertions ADD COLUMN session_id TEXT;
+ALTER TABLE assertions ADD COLUMN message_id TEXT;
 ALTER TABLE assertions ADD COLUMN supersedes TEXT;
 ALTER TABLE assertions ADD COLUMN context_policy TEXT NOT NULL
     DEFAULT '{"inject":true,"promotion_required":false}';
@@ -45,29 +47,56 @@ UPDATE assertions SET target_ref = 'session:' || trim(target_ref)
       AND target_ref NOT GLOB 'assertion:*' AND target_ref NOT GLOB 'delegation:*'
       AND target_ref NOT GLOB 'run:*' AND target_ref NOT GLOB 'observed-event:*'
       AND target_ref NOT GLOB 'context-snapshot:*';
-UPDATE assertions SET session_id = CASE
-    WHEN target_ref GLOB 'session:*' THEN substr(target_ref, 9)
-    WHEN target_ref GLOB 'message:*' THEN
-        (SELECT session_id FROM messages WHERE message_id = substr(target_ref, 9))
-    WHEN target_ref GLOB 'block:*' THEN
-        (SELECT session_id FROM blocks WHERE block_id = substr(target_ref, 7))
-    WHEN target_ref GLOB 'action:*' THEN
-        (SELECT session_id FROM actions WHERE action_id = substr(target_ref, 8))
-    WHEN target_ref GLOB 'delegation:*' THEN
-        (SELECT parent_session_id FROM delegations WHERE delegation_id = substr(target_ref, 12))
-    WHEN target_ref GLOB 'run:*' THEN
-        (SELECT session_id FROM runs WHERE run_id = substr(target_ref, 5))
-    WHEN target_ref GLOB 'observed-event:*' THEN
-        (SELECT session_id FROM observed_events WHERE event_id = substr(target_ref, 16))
-    WHEN target_ref GLOB 'context-snapshot:*' THEN
-        (SELECT session_id FROM context_snapshots WHERE snapshot_id = substr(target_ref, 18))
-    END;
-UPDATE assertions SET session_id =
-    (SELECT a.session_id FROM assertions a WHERE a.assertion_id = substr(assertions.target_ref, 11))
+UPDATE assertions SET session_id = COALESCE(
+        (SELECT s.session_id FROM sessions s WHERE s.session_id = substr(assertions.target_ref, 9)),
+        (SELECT s.session_id FROM sessions s WHERE s.native_id = substr(assertions.target_ref, 9)
+         ORDER BY s.session_id LIMIT 1),
+        substr(target_ref, 9))
+    WHERE target_ref GLOB 'session:*';
+UPDATE assertions SET target_ref = 'session:' || session_id
+    WHERE target_ref GLOB 'session:*' AND target_ref <> 'session:' || session_id;
+UPDATE assertions SET
+    session_id = CASE
+        WHEN target_ref GLOB 'message:*' THEN
+            (SELECT o.session_id FROM messages o WHERE o.message_id = substr(assertions.target_ref, 9))
+        WHEN target_ref GLOB 'block:*' THEN
+            (SELECT o.session_id FROM blocks o WHERE o.block_id = substr(assertions.target_ref, 7))
+        WHEN target_ref GLOB 'action:*' THEN
+            (SELECT o.session_id FROM actions o WHERE o.action_id = substr(assertions.target_ref, 8))
+        WHEN target_ref GLOB 'delegation:*' THEN
+            (SELECT o.parent_session_id FROM delegations o
+             WHERE o.delegation_id = substr(assertions.target_ref, 12))
+        WHEN target_ref GLOB 'run:*' THEN
+            (SELECT o.session_id FROM runs o WHERE o.run_id = substr(assertions.target_ref, 5))
+        WHEN target_ref GLOB 'observed-event:*' THEN
+            (SELECT o.session_id FROM observed_events o
+             WHERE o.event_id = substr(assertions.target_ref, 16))
+        WHEN target_ref GLOB 'context-snapshot:*' THEN
+            (SELECT o.session_id FROM context_snapshots o
+             WHERE o.snapshot_id = substr(assertions.target_ref, 18))
+        END,
+    message_id = CASE
+        WHEN target_ref GLOB 'message:*' THEN
+            (SELECT o.message_id FROM messages o WHERE o.message_id = substr(assertions.target_ref, 9))
+        WHEN target_ref GLOB 'block:*' THEN
+            (SELECT o.message_id FROM blocks o WHERE o.block_id = substr(assertions.target_ref, 7))
+        WHEN target_ref GLOB 'action:*' THEN
+            (SELECT o.message_id FROM actions o WHERE o.action_id = substr(assertions.target_ref, 8))
+        WHEN target_ref GLOB 'delegation:*' THEN
+            (SELECT o.parent_message_id FROM delegations o
+             WHERE o.delegation_id = substr(assertions.target_ref, 12))
+        END
+    WHERE target_ref NOT GLOB 'session:*' AND target_ref NOT GLOB 'assertion:*';
+UPDATE assertions SET (session_id, message_id) = (SELECT o.session_id, o.message_id
+        FROM assertions o WHERE o.assertion_id = substr(assertions.target_ref, 11))
     WHERE target_ref GLOB 'assertion:*';
+UPDATE assertions SET staleness = 'target_missing'
+    WHERE session_id IS NULL AND target_ref NOT GLOB 'session:*';
 UPDATE assertions SET visibility = 'private',
     context_policy = '{"inject":false,"promotion_required":true}'
     WHERE status = 'candidate';
+UPDATE assertions SET context_policy = '{"inject":false,"promotion_required":false}'
+    WHERE status NOT IN ('active', 'candidate');
 CREATE INDEX assertions_session ON assertions (session_id);
 "#;
 

@@ -104,6 +104,9 @@ pub struct Assertion {
     pub supersedes: Option<String>,
 }
 
+/// The kind of the records `quarry judge` writes; no other writer may use it.
+pub const JUDGMENT: &str = "judgment";
+
 /// The statuses that record a judgment: a row holding one keeps it when written again.
 pub const TERMINAL_STATUSES: &[&str] =
     &["accepted", "rejected", "deferred", "superseded", "deleted"];
@@ -252,6 +255,9 @@ fn assertion_from_json(v: &Value, now: i64) -> Result<Assertion, String> {
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
     let target_ref = text("target_ref").ok_or("missing target_ref")?;
     let kind = text("kind").ok_or("missing kind")?;
+    if kind == JUDGMENT {
+        return Err("kind `judgment` is reserved for the records `quarry judge` writes".into());
+    }
     let value = text("value");
     let body = text("body_text");
     let evidence = match v.get("evidence_refs") {
@@ -310,43 +316,88 @@ pub struct Written {
     pub kept_judgment: bool,
 }
 
-/// The canonical form of `target` and the session it is or belongs to: a session ref's id (the
-/// session's own id when `target` names it by its native id), or the session of the object
-/// another ref names (`None` when the archive does not hold it).
-pub(crate) fn target_session(
-    conn: &Connection,
-    target: &str,
-) -> Result<(String, Option<String>), AssertionError> {
+/// Where a target is in the archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The target as a canonical ref (a session named by its native id: by its session id).
+    pub target_ref: String,
+    /// The session it is or belongs to (a session ref's id even when the archive does not
+    /// hold the session yet; `None` for an object the archive does not hold).
+    pub session_id: Option<String>,
+    /// The message it is or belongs to.
+    pub message_id: Option<String>,
+    /// Whether the archive holds what it names (always for a session ref, which names a
+    /// session that may come later).
+    pub found: bool,
+}
+
+impl Located {
+    /// The staleness of a claim about it.
+    pub fn staleness(&self) -> &'static str {
+        if self.found {
+            "current"
+        } else {
+            "target_missing"
+        }
+    }
+}
+
+/// Finds `target` (a ref; a bare id is a session's) in the archive.
+pub fn locate(conn: &Connection, target: &str) -> Result<Located, AssertionError> {
     let r = Ref::parse_or_session(target);
-    let Some((table, id_column, session_column)) = r.kind.table() else {
+    let Some(table) = r.kind.table() else {
         let own: Option<String> = conn
             .query_row(
                 "SELECT session_id FROM sessions WHERE session_id = ?1 OR native_id = ?1
-                 ORDER BY session_id = ?1 DESC LIMIT 1",
+                 ORDER BY session_id = ?1 DESC, session_id LIMIT 1",
                 [&r.id],
                 |row| row.get(0),
             )
             .optional()?;
         let id = own.unwrap_or(r.id);
-        return Ok((format!("session:{id}"), Some(id)));
+        return Ok(Located {
+            target_ref: format!("session:{id}"),
+            session_id: Some(id),
+            message_id: None,
+            found: true,
+        });
     };
-    let session = conn
+    let message = table.message.unwrap_or("NULL");
+    let held: Option<(Option<String>, Option<String>)> = conn
         .query_row(
-            &format!("SELECT {session_column} FROM {table} WHERE {id_column} = ?1"),
+            &format!(
+                "SELECT {}, {message} FROM {} WHERE {} = ?1",
+                table.session, table.table, table.id
+            ),
             [&r.id],
-            |row| row.get(0),
+            |row| Ok((row.get(0)?, row.get(1)?)),
         )
-        .optional()?
-        .flatten();
-    Ok((r.canonical(), session))
+        .optional()?;
+    Ok(Located {
+        target_ref: r.canonical(),
+        found: held.is_some(),
+        session_id: held.as_ref().and_then(|h| h.0.clone()),
+        message_id: held.and_then(|h| h.1),
+    })
+}
+
+/// The context policy of a row holding `status`: trusted when active, waiting when a
+/// candidate, neither injected nor waiting otherwise.
+fn policy_of(status: &str) -> &'static str {
+    match status {
+        "active" => POLICY_TRUSTED,
+        "candidate" => POLICY_CANDIDATE,
+        _ => POLICY_JUDGED,
+    }
 }
 
 /// Writes assertions (inserting or updating by id), enforcing the lifecycle for every writer:
 /// the status must be one of the vocabulary; a claim not written by a user (`author_kind` other
 /// than `user`), tags aside, lands as a private candidate that is not injected and waits for a
-/// judgment; a row already holding a judgment ([`TERMINAL_STATUSES`]) keeps its status,
-/// visibility and policy. Refreshes the affected sessions' tags and bumps the generation, in
-/// one transaction.
+/// judgment, unless its row already holds a judgment ([`TERMINAL_STATUSES`]), which it keeps
+/// with its visibility and policy. A target is stored as a canonical ref with the session and
+/// message it belongs to, and whether the archive holds it (`staleness`). Refreshes the
+/// affected sessions' tags and bumps the generation, in one transaction.
 pub fn upsert(conn: &mut Connection, rows: &[Assertion]) -> Result<Vec<Written>, AssertionError> {
     if rows.is_empty() {
         return Ok(Vec::new());
@@ -365,53 +416,56 @@ pub(crate) fn upsert_in(
     let mut written = Vec::with_capacity(rows.len());
     let mut tagged: Vec<String> = Vec::new();
     {
-        let mut held = tx.prepare("SELECT status FROM assertions WHERE assertion_id = ?1")?;
+        let mut held = tx.prepare(
+            "SELECT status, visibility, context_policy FROM assertions WHERE assertion_id = ?1",
+        )?;
+        // A target no longer found keeps the session and message it was last found in.
         let mut stmt = tx.prepare(
             "INSERT INTO assertions (assertion_id, target_ref, scope_ref, kind, key, value, body_text,
                 author_ref, author_kind, status, visibility, evidence_refs, created_at_ms,
-                updated_at_ms, session_id, supersedes, context_policy)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+                updated_at_ms, session_id, message_id, supersedes, context_policy, staleness)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                     ?18, ?19)
              ON CONFLICT (assertion_id) DO UPDATE SET target_ref = excluded.target_ref,
                scope_ref = excluded.scope_ref, kind = excluded.kind, key = excluded.key,
                value = excluded.value, body_text = excluded.body_text, author_ref = excluded.author_ref,
                author_kind = excluded.author_kind, status = excluded.status,
                visibility = excluded.visibility, evidence_refs = excluded.evidence_refs,
-               updated_at_ms = excluded.updated_at_ms, session_id = excluded.session_id,
+               updated_at_ms = excluded.updated_at_ms,
+               session_id = COALESCE(excluded.session_id, session_id),
+               message_id = COALESCE(excluded.message_id, message_id),
                supersedes = excluded.supersedes, context_policy = excluded.context_policy,
-               staleness = 'current', original_status = NULL",
+               staleness = excluded.staleness, original_status = NULL",
         )?;
         for a in rows {
             check_status(&a.status)?;
-            let (target, session) = target_session(tx, &a.target_ref)?;
-            let before: Option<String> =
-                held.query_row([&a.assertion_id], |r| r.get(0)).optional()?;
-            let kept = before
-                .as_deref()
-                .is_some_and(|s| TERMINAL_STATUSES.contains(&s));
+            let at = locate(tx, &a.target_ref)?;
+            let before: Option<(String, String, String)> = held
+                .query_row([&a.assertion_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?;
             let machine = a.author_kind != "user" && a.kind != "tag";
-            let (status, visibility, policy) = match before {
-                Some(judged) if kept => {
-                    let (visibility, policy): (String, String) = tx.query_row(
-                        "SELECT visibility, context_policy FROM assertions WHERE assertion_id = ?1",
-                        [&a.assertion_id],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )?;
-                    (judged, visibility, policy)
+            let (status, visibility, policy, kept) = match before {
+                Some((judged, visibility, policy))
+                    if machine && TERMINAL_STATUSES.contains(&judged.as_str()) =>
+                {
+                    (judged, visibility, policy, true)
                 }
                 _ if machine || a.status == "candidate" => (
                     "candidate".to_string(),
                     "private".to_string(),
                     POLICY_CANDIDATE.to_string(),
+                    false,
                 ),
                 _ => (
                     a.status.clone(),
                     a.visibility.clone(),
-                    POLICY_TRUSTED.to_string(),
+                    policy_of(&a.status).to_string(),
+                    false,
                 ),
             };
             stmt.execute(params![
                 a.assertion_id,
-                target,
+                at.target_ref,
                 a.scope_ref,
                 a.kind,
                 a.key,
@@ -424,15 +478,17 @@ pub(crate) fn upsert_in(
                 a.evidence_refs,
                 a.created_at_ms,
                 a.updated_at_ms,
-                session,
+                at.session_id,
+                at.message_id,
                 a.supersedes,
-                policy
+                policy,
+                at.staleness()
             ])?;
             if a.kind == "tag"
-                && let Some(s) = session
-                && !tagged.contains(&s)
+                && let Some(s) = &at.session_id
+                && !tagged.contains(s)
             {
-                tagged.push(s);
+                tagged.push(s.clone());
             }
             written.push(Written {
                 assertion_id: a.assertion_id.clone(),
@@ -470,37 +526,61 @@ pub(crate) fn finish_write(
     Ok(())
 }
 
-/// Sets `staleness` of the assertions about objects of `sessions` (their rows were just
-/// replaced): `current` when the object the target names is still there, `target_missing`
-/// when it is gone. Claims about a session itself stay as they are. Returns how many rows
+/// After a write of `sessions`' rows (new, grown, replaced or removed): sets `staleness` of
+/// the claims about their objects (`current` when the object the target names is there,
+/// `target_missing` when it is not), and finds the targets of claims written before the
+/// archive held them. Claims about a session itself stay as they are. Returns how many rows
 /// changed.
-pub(crate) fn refresh_staleness(conn: &Connection, sessions: &[&str]) -> rusqlite::Result<usize> {
-    if sessions.is_empty() {
-        return Ok(0);
-    }
-    let exists: Vec<String> = quarry_schema::refs::KINDS
-        .into_iter()
-        .filter_map(|kind| {
-            let (table, id_column, _) = kind.table()?;
-            let prefix = format!("{}:", kind.name());
-            Some(format!(
-                "WHEN target_ref GLOB '{prefix}*' THEN EXISTS (SELECT 1 FROM {table} \
-                 WHERE {id_column} = substr(target_ref, {}))",
-                prefix.len() + 1
-            ))
-        })
-        .collect();
-    let mut stmt = conn.prepare_cached(&format!(
-        "UPDATE assertions SET staleness = s.now FROM
-            (SELECT assertion_id AS id, CASE WHEN CASE {} ELSE 1 END THEN 'current'
-                 ELSE 'target_missing' END AS now
-             FROM assertions WHERE session_id = ?1 AND target_ref NOT GLOB 'session:*') AS s
-         WHERE assertions.assertion_id = s.id AND assertions.staleness <> s.now",
-        exists.join(" ")
-    ))?;
+pub(crate) fn refresh_targets(
+    conn: &Connection,
+    sessions: &[&str],
+) -> Result<usize, AssertionError> {
     let mut changed = 0;
-    for session in sessions {
-        changed += stmt.execute([session])?;
+    if !sessions.is_empty() {
+        let exists: Vec<String> = quarry_schema::refs::KINDS
+            .into_iter()
+            .filter_map(|kind| {
+                let table = kind.table()?;
+                let prefix = format!("{}:", kind.name());
+                Some(format!(
+                    "WHEN o.target_ref GLOB '{prefix}*' THEN EXISTS (SELECT 1 FROM {} t \
+                     WHERE t.{} = substr(o.target_ref, {}))",
+                    table.table,
+                    table.id,
+                    prefix.len() + 1
+                ))
+            })
+            .collect();
+        let mut stmt = conn.prepare_cached(&format!(
+            "UPDATE assertions SET staleness = s.now FROM
+                (SELECT o.assertion_id AS id, CASE WHEN CASE {} ELSE 1 END THEN 'current'
+                     ELSE 'target_missing' END AS now
+                 FROM assertions o
+                 WHERE o.session_id = ?1 AND o.target_ref NOT GLOB 'session:*') AS s
+             WHERE assertions.assertion_id = s.id AND assertions.staleness <> s.now",
+            exists.join(" ")
+        ))?;
+        for session in sessions {
+            changed += stmt.execute([session])?;
+        }
+    }
+    // Claims whose object the archive did not hold when they were written.
+    let pending: Vec<(String, String)> = conn
+        .prepare_cached(
+            "SELECT assertion_id, target_ref FROM assertions
+             WHERE session_id IS NULL AND target_ref NOT GLOB 'session:*'",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut found = conn.prepare_cached(
+        "UPDATE assertions SET session_id = ?2, message_id = ?3, staleness = 'current'
+         WHERE assertion_id = ?1",
+    )?;
+    for (id, target) in pending {
+        let at = locate(conn, &target)?;
+        if at.found {
+            changed += found.execute(params![id, at.session_id, at.message_id])?;
+        }
     }
     Ok(changed)
 }

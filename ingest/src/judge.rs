@@ -15,7 +15,7 @@ use serde_json::Value;
 use quarry_schema::refs::{Ref, RefKind};
 
 use crate::assertions::{
-    AssertionError, POLICY_JUDGED, TERMINAL_STATUSES, short_hash, target_session, upsert_in,
+    AssertionError, JUDGMENT, POLICY_JUDGED, TERMINAL_STATUSES, locate, short_hash, upsert_in,
     user_assertion,
 };
 
@@ -142,6 +142,12 @@ pub fn judge(
             }
         )));
     }
+    if judgment.replacement_kind == Some(JUDGMENT) {
+        return Err(AssertionError::Usage(
+            "kind `judgment` is reserved for judgment records: give the replacement another kind"
+                .into(),
+        ));
+    }
     if verdict == Verdict::Supersede && body.is_none() {
         return Err(AssertionError::Usage(
             "--body (the replacement claim) is required to supersede".into(),
@@ -209,7 +215,7 @@ pub fn judge(
     let mut record = user_assertion(
         format!("judgment-{hash}"),
         &candidate_ref,
-        "judgment",
+        JUDGMENT,
         judgment.author,
         now,
     );
@@ -391,15 +397,19 @@ fn target_filter(
     let Some(target) = target else {
         return Ok(("AND ?1 IS NULL AND ?2 IS NULL", None, None));
     };
-    let (canonical, session) = target_session(conn, target)?;
-    if canonical.starts_with("session:") {
+    let at = locate(conn, target)?;
+    if at.target_ref.starts_with("session:") {
         Ok((
             "AND (target_ref = ?1 OR session_id = ?2)",
-            Some(canonical),
-            session,
+            Some(at.target_ref),
+            at.session_id,
         ))
     } else {
-        Ok(("AND target_ref = ?1 AND ?2 IS NULL", Some(canonical), None))
+        Ok((
+            "AND target_ref = ?1 AND ?2 IS NULL",
+            Some(at.target_ref),
+            None,
+        ))
     }
 }
 
@@ -416,7 +426,8 @@ fn judgment_of(
             "SELECT j.assertion_id, j.value, j.body_text, j.author_ref, j.created_at_ms,
                     (SELECT c.assertion_id FROM assertions c WHERE c.supersedes = ?2
                      ORDER BY c.created_at_ms DESC LIMIT 1)
-             FROM assertions j WHERE j.kind = 'judgment' AND j.target_ref = ?1
+             FROM assertions j WHERE j.kind = 'judgment' AND j.author_kind = 'user'
+               AND j.status = 'active' AND j.target_ref = ?1
              ORDER BY j.created_at_ms DESC, j.assertion_id DESC LIMIT 1",
             [candidate_ref, id],
             |r| {
@@ -509,7 +520,10 @@ pub fn status(conn: &Connection, target: Option<&str>) -> Result<QueueStatus, As
         )?,
         by_status: counts("status", "kind <> 'judgment'")?,
         by_kind: counts("kind", "kind <> 'judgment'")?,
-        judgments: counts("value", "kind = 'judgment'")?,
+        judgments: counts(
+            "value",
+            "kind = 'judgment' AND author_kind = 'user' AND status = 'active'",
+        )?,
         outside_vocabulary: counts("original_status", "original_status IS NOT NULL")?,
         unobserved: vec![
             "producer runs: quarry records no runs of the tools that write candidates",

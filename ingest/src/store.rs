@@ -236,7 +236,6 @@ fn write_file_rows(
     })?;
     let mut stmt =
         tx.prepare_cached("UPDATE sessions SET replacement_epoch = ?2 WHERE session_id = ?1")?;
-    let mut replaced = Vec::new();
     for s in sessions {
         let id = &s.session.session_id;
         let epoch = kept_epochs
@@ -244,12 +243,20 @@ fn write_file_rows(
             .find(|(kept, _)| kept == id)
             .map_or(generation, |(_, e)| *e);
         stmt.execute(params![id, epoch])?;
-        if epoch == generation {
-            replaced.push(id.as_str());
-        }
     }
-    // The claims about a replaced session's objects: whether the new rows still hold them.
-    if crate::assertions::refresh_staleness(tx, &replaced)? > 0 {
+    // The claims about the written (or removed) sessions' objects: whether the rows hold them.
+    let mut written: Vec<&str> = sessions
+        .iter()
+        .map(|s| s.session.session_id.as_str())
+        .collect();
+    written.extend(old_ids.iter().map(String::as_str));
+    written.sort_unstable();
+    written.dedup();
+    let refreshed = crate::assertions::refresh_targets(tx, &written).map_err(|e| match e {
+        crate::assertions::AssertionError::Sqlite(e) => e,
+        other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+    })?;
+    if refreshed > 0 {
         tx.execute(quarry_archive::RECORD_WHOLE_TABLE_CHANGE, [])?;
     }
     tx.execute(

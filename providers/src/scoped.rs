@@ -157,7 +157,8 @@ impl ScopedTable {
     /// private, or its author is the scope's owner.
     fn authored(&self) -> Option<Expr> {
         let private = self.author_private?;
-        let public = col(Column::from_name(private.column)).not_eq(lit(private.value));
+        let marks: Vec<Expr> = private.values.iter().map(|v| lit(*v)).collect();
+        let public = col(Column::from_name(private.column)).in_list(marks, true);
         Some(match &self.view.owner {
             Some(owner) => {
                 public.or(col(Column::from_name(private.author)).eq(lit(owner.as_str())))

@@ -138,14 +138,14 @@ pub struct Link {
 }
 
 /// Rows of a table that a reader scope sees only when its owner wrote them: those whose
-/// `column` holds `value`, unless their `author` is the reader's owner (`assertions`:
-/// candidates stay private to their author).
+/// `column` holds one of `values`, unless their `author` is the reader's owner (`assertions`:
+/// candidates, and claims judged out of force, stay private to their author).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuthorPrivate {
     /// The column that marks a row private.
     pub column: &'static str,
-    /// The value that marks it.
-    pub value: &'static str,
+    /// The values that mark it.
+    pub values: &'static [&'static str],
     /// The column naming the row's author.
     pub author: &'static str,
 }

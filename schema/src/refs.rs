@@ -55,20 +55,48 @@ impl RefKind {
     }
 }
 
+/// Where the objects of a ref kind live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefTable {
+    /// The table.
+    pub table: &'static str,
+    /// Its id column (what follows the ref's colon).
+    pub id: &'static str,
+    /// The column naming the session an object belongs to.
+    pub session: &'static str,
+    /// The column naming the message an object is or belongs to, when it has one.
+    pub message: Option<&'static str>,
+}
+
 impl RefKind {
-    /// The table holding the objects of this kind, its id column and the column naming the
-    /// session an object belongs to; `None` for sessions themselves.
-    pub fn table(self) -> Option<(&'static str, &'static str, &'static str)> {
+    /// Where the objects of this kind live; `None` for sessions themselves.
+    pub fn table(self) -> Option<RefTable> {
+        let t = |table, id, session, message| RefTable {
+            table,
+            id,
+            session,
+            message,
+        };
         Some(match self {
             RefKind::Session => return None,
-            RefKind::Message => ("messages", "message_id", "session_id"),
-            RefKind::Block => ("blocks", "block_id", "session_id"),
-            RefKind::Action => ("actions", "action_id", "session_id"),
-            RefKind::Assertion => ("assertions", "assertion_id", "session_id"),
-            RefKind::Delegation => ("delegations", "delegation_id", "parent_session_id"),
-            RefKind::Run => ("runs", "run_id", "session_id"),
-            RefKind::ObservedEvent => ("observed_events", "event_id", "session_id"),
-            RefKind::ContextSnapshot => ("context_snapshots", "snapshot_id", "session_id"),
+            RefKind::Message => t("messages", "message_id", "session_id", Some("message_id")),
+            RefKind::Block => t("blocks", "block_id", "session_id", Some("message_id")),
+            RefKind::Action => t("actions", "action_id", "session_id", Some("message_id")),
+            RefKind::Assertion => t(
+                "assertions",
+                "assertion_id",
+                "session_id",
+                Some("message_id"),
+            ),
+            RefKind::Delegation => t(
+                "delegations",
+                "delegation_id",
+                "parent_session_id",
+                Some("parent_message_id"),
+            ),
+            RefKind::Run => t("runs", "run_id", "session_id", None),
+            RefKind::ObservedEvent => t("observed_events", "event_id", "session_id", None),
+            RefKind::ContextSnapshot => t("context_snapshots", "snapshot_id", "session_id", None),
         })
     }
 }

@@ -512,7 +512,7 @@ const ASSERTIONS: Table = Table {
         req(
             "visibility",
             Text,
-            "`private` unless imported otherwise; candidates are always `private` (only their author sees them)",
+            "`private` unless imported otherwise; candidates are always `private`; claims not in force (candidate, and the judged: accepted, rejected, deferred, superseded, deleted) are their author's alone in a reader scope",
         ),
         req(
             "evidence_refs",
@@ -527,6 +527,11 @@ const ASSERTIONS: Table = Table {
             "the session the target is or belongs to (NULL when the archive does not hold the target)",
         ),
         opt(
+            "message_id",
+            Text,
+            "the message the target is or belongs to (a message, block, action or delegation target, or a judgment of a claim about one)",
+        ),
+        opt(
             "supersedes",
             Text,
             "the assertion this one replaces (an accepted or superseding claim names its candidate)",
@@ -539,7 +544,7 @@ const ASSERTIONS: Table = Table {
         req(
             "staleness",
             Text,
-            "`current`, or `target_missing` once a re-read of its session no longer holds the object it cites",
+            "`current`, or `target_missing` while the archive does not hold the object it cites (never written, or gone in a re-read)",
         ),
         opt(
             "original_status",
@@ -561,7 +566,14 @@ const ASSERTIONS: Table = Table {
     computed: ASSERTION_UNIT,
     author_private: Some(AuthorPrivate {
         column: "status",
-        value: "candidate",
+        values: &[
+            "candidate",
+            "accepted",
+            "rejected",
+            "deferred",
+            "superseded",
+            "deleted",
+        ],
         author: "author_ref",
     }),
 };

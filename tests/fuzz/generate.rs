@@ -444,8 +444,8 @@ impl Generator<'_> {
                 strings.retain(|s| !s.is_empty() && s.is_ascii() && s.len() <= 40);
                 strings.choose(&mut self.rng)?.clone()
             }
-            FieldKind::Equality => self.recase(&ascii),
-            FieldKind::Prefix | FieldKind::Ref => {
+            FieldKind::Equality | FieldKind::Ref => self.recase(&ascii),
+            FieldKind::Prefix => {
                 let len = ascii.len();
                 if len == 0 {
                     return None;

@@ -346,14 +346,14 @@ fn match_sql(column: &str, kind: FieldKind, v: &str) -> String {
         ),
         // A bare id also reads as a session's.
         FieldKind::Ref => format!(
-            "({column} LIKE {} ESCAPE '\\' OR ({} AND {column} LIKE {} ESCAPE '\\'))",
-            quote(&format!("{}%", escape_like(v))),
+            "(lower({column}) = {} OR ({} AND lower({column}) = {}))",
+            quote(&v.to_lowercase()),
             if quarry::read::Ref::parse(v).is_some() {
                 "0"
             } else {
                 "1"
             },
-            quote(&format!("session:{}%", escape_like(v.trim())))
+            quote(&format!("session:{}", v.trim().to_lowercase()))
         ),
         FieldKind::Equality => format!("lower({column}) = {}", quote(&v.to_lowercase())),
         FieldKind::Json => format!(

@@ -282,35 +282,33 @@ impl PredicateLowerer<'_> {
         value: &Value,
     ) -> Result<Expr, LowerError> {
         Ok(match value {
-            Value::Text(text) => {
-                match kind {
-                    FieldKind::Prefix => column.ilike(lit(format!("{}%", escape_like(text)))),
-                    FieldKind::Ref => {
-                        let prefix = column.clone().ilike(lit(format!("{}%", escape_like(text))));
-                        match quarry_schema::refs::Ref::parse(text) {
-                            Some(_) => prefix,
-                            None => prefix
-                                .or(column
-                                    .ilike(lit(format!("session:{}%", escape_like(text.trim()))))),
-                        }
-                    }
-                    FieldKind::Equality => lower(column).eq(lit(text.to_lowercase())),
-                    FieldKind::Json => strpos(
-                        column,
-                        lit(serde_json::Value::String(text.clone()).to_string()),
-                    )
-                    .gt(lit(0i64)),
-                    FieldKind::Substring | FieldKind::Path => {
-                        column.ilike(lit(format!("%{}%", escape_like(text))))
-                    }
-                    other => {
-                        return Err(plan_err(format!(
-                            "a {} field does not match text",
-                            other.as_str()
-                        )));
+            Value::Text(text) => match kind {
+                FieldKind::Prefix => column.ilike(lit(format!("{}%", escape_like(text)))),
+                FieldKind::Ref => {
+                    let stored = lower(column);
+                    let exact = stored.clone().eq(lit(text.to_lowercase()));
+                    match quarry_schema::refs::Ref::parse(text) {
+                        Some(_) => exact,
+                        None => exact
+                            .or(stored.eq(lit(format!("session:{}", text.trim().to_lowercase())))),
                     }
                 }
-            }
+                FieldKind::Equality => lower(column).eq(lit(text.to_lowercase())),
+                FieldKind::Json => strpos(
+                    column,
+                    lit(serde_json::Value::String(text.clone()).to_string()),
+                )
+                .gt(lit(0i64)),
+                FieldKind::Substring | FieldKind::Path => {
+                    column.ilike(lit(format!("%{}%", escape_like(text))))
+                }
+                other => {
+                    return Err(plan_err(format!(
+                        "a {} field does not match text",
+                        other.as_str()
+                    )));
+                }
+            },
             Value::Enum(member) => column.eq(lit(*member)),
             Value::Bool(b) => column.eq(lit(*b)),
             Value::Number(Number::Int(n)) => column.eq(lit(*n)),

@@ -130,7 +130,12 @@ pub(super) async fn resolve(session: &Session, reference: &str) -> Result<Resolu
         caveats,
     };
     let parsed = Ref::parse(reference);
-    let Some((table, id_column, session_column)) = parsed.as_ref().and_then(|r| r.kind.table())
+    let Some(quarry_schema::refs::RefTable {
+        table,
+        id: id_column,
+        session: session_column,
+        ..
+    }) = parsed.as_ref().and_then(|r| r.kind.table())
     else {
         // A session ref, or a bare id read as a session's.
         let caveats = match parsed {

@@ -45,7 +45,7 @@ const ASSERTION_FIELDS: &[Field] = &[
         "target",
         K::Ref,
         col("target_ref"),
-        "ref the assertion is about",
+        "the ref the assertion is about (a bare id is a session's)",
         "target:session:codex-session:abc",
     )
     .group(),
@@ -138,7 +138,7 @@ const ASSERTION_FIELDS: &[Field] = &[
     .group(),
     Field::new(
         "supersedes",
-        K::Prefix,
+        K::Equality,
         col("supersedes"),
         "the assertion this one replaces (an accepted or superseding claim's candidate)",
         "supersedes:c1",

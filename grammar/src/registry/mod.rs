@@ -51,8 +51,8 @@ pub enum FieldKind {
     Equality,
     /// Prefix match.
     Prefix,
-    /// A ref (`kind:id`), matched by prefix; a value that is not a ref of a known kind also
-    /// matches as a session's id (`target:abc` finds `session:abc…`).
+    /// A ref (`kind:id`), matched exactly (ignoring case); a value that is not a ref of a known
+    /// kind also matches as a session's id (`target:abc` finds `session:abc`).
     Ref,
     /// One of a closed set of values (`values`).
     Enum,
