@@ -8,25 +8,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{ingest_with, open, quarry, quarry_json, scalar};
+use crate::support::rows::sql_rows;
+use crate::support::{generate, ingest_with, open, quarry, quarry_json, scalar};
 
 /// Two generated sessions, owned by alice and bob, and a scopes file naming both owners.
 /// Returns (archive, alice's session, bob's session, a message of alice's session).
 fn two_owners(dir: &Path) -> (PathBuf, String, String, String) {
     let archive = dir.join("archive.db");
-    for (owner, seed) in [("alice", "11"), ("bob", "12")] {
+    for (owner, seed) in [("alice", 11), ("bob", 12)] {
         let corpus = dir.join(format!("corpus-{owner}"));
-        quarry_json(&[
-            "--format",
-            "json",
-            "gen",
-            "--sessions",
-            "1",
-            "--seed",
-            seed,
-            "--out",
-            corpus.to_str().unwrap(),
-        ]);
+        generate(&corpus, 1, seed);
         ingest_with(&archive, &["--owner", owner], &[&corpus]);
     }
     std::fs::write(
@@ -53,6 +44,13 @@ fn two_owners(dir: &Path) -> (PathBuf, String, String, String) {
         )
         .unwrap();
     (archive, alice, bob, message)
+}
+
+/// `quarry --scope SCOPE --format json ARGS...` on `archive`, asserting success.
+fn as_scope(archive: &str, scope: &str, args: &[&str]) -> Value {
+    let mut all = vec!["--archive", archive, "--scope", scope, "--format", "json"];
+    all.extend_from_slice(args);
+    quarry_json(&all)
 }
 
 fn import(archive: &Path, lines: &[Value]) -> Value {
@@ -619,26 +617,15 @@ fn a_reader_sees_its_sessions_claims_and_only_its_own_candidates() {
     let a = archive.to_str().unwrap();
     let seen = |scope: &str, how: &str| -> Vec<String> {
         let rows = match how {
-            "sql" => quarry_json(&[
-                "--archive",
+            "sql" => as_scope(
                 a,
-                "--scope",
                 scope,
-                "--format",
-                "json",
-                "sql",
-                "SELECT assertion_id FROM assertions ORDER BY assertion_id",
-            ]),
-            _ => quarry_json(&[
-                "--archive",
-                a,
-                "--scope",
-                scope,
-                "--format",
-                "json",
-                "query",
-                "assertions | sort by id | select id",
-            ]),
+                &[
+                    "sql",
+                    "SELECT assertion_id FROM assertions ORDER BY assertion_id",
+                ],
+            ),
+            _ => as_scope(a, scope, &["query", "assertions | sort by id | select id"]),
         };
         rows["rows"]
             .as_array()
@@ -656,52 +643,26 @@ fn a_reader_sees_its_sessions_claims_and_only_its_own_candidates() {
     // Admin sees everything.
     assert_eq!(seen("admin", "sql").len(), 6);
     // The resolver and the aggregates apply the same rule.
-    let resolved = quarry_json(&[
-        "--archive",
-        a,
-        "--scope",
-        "alice",
-        "--format",
-        "json",
-        "read",
-        "--resolve",
-        "assertion:a-detector",
-    ]);
+    let resolved = as_scope(a, "alice", &["read", "--resolve", "assertion:a-detector"]);
     assert_eq!(resolved["resolved"], false, "{resolved}");
-    let resolved = quarry_json(&[
-        "--archive",
+    let resolved = as_scope(
         a,
-        "--scope",
         "alice",
-        "--format",
-        "json",
-        "read",
-        "--resolve",
-        "assertion:a-own-candidate",
-    ]);
+        &["read", "--resolve", "assertion:a-own-candidate"],
+    );
     assert_eq!(resolved["resolved"], true, "{resolved}");
-    let counted = quarry_json(&[
-        "--archive",
+    let counted = as_scope(
         a,
-        "--scope",
         "bob",
-        "--format",
-        "json",
-        "query",
-        "assertions | group by status | agg count",
-    ]);
+        &["query", "assertions | group by status | agg count"],
+    );
     assert_eq!(counted["rows"], serde_json::json!([["active", 1]]));
     // Attached rows (`with assertions(...)`) apply it too.
-    let attached = quarry_json(&[
-        "--archive",
+    let attached = as_scope(
         a,
-        "--scope",
         "bob",
-        "--format",
-        "json",
-        "query",
-        "owner:bob with assertions(assertion_id)",
-    ]);
+        &["query", "owner:bob with assertions(assertion_id)"],
+    );
     let text = attached.to_string();
     assert!(
         text.contains("b-user") && !text.contains("b-candidate"),
@@ -776,16 +737,11 @@ fn claims_about_a_hidden_message_are_not_a_readers() {
     );
     let a = archive.to_str().unwrap();
     let ids = |scope: &str| -> Vec<String> {
-        quarry_json(&[
-            "--archive",
+        as_scope(
             a,
-            "--scope",
             scope,
-            "--format",
-            "json",
-            "sql",
-            "SELECT assertion_id FROM assertions ORDER BY 1",
-        ])["rows"]
+            &["sql", "SELECT assertion_id FROM assertions ORDER BY 1"],
+        )["rows"]
             .as_array()
             .unwrap()
             .iter()
@@ -820,15 +776,9 @@ fn a_version_5_archive_finds_the_sessions_and_messages_its_claims_name() {
         )
         .unwrap();
     // Back to version 5, with claims as version 5 stored them.
+    conn.execute_batch(crate::support::UNDO_VERSION_6).unwrap();
     conn.execute_batch(&format!(
-        "DROP INDEX assertions_session;
-         ALTER TABLE assertions DROP COLUMN session_id;
-         ALTER TABLE assertions DROP COLUMN message_id;
-         ALTER TABLE assertions DROP COLUMN supersedes;
-         ALTER TABLE assertions DROP COLUMN context_policy;
-         ALTER TABLE assertions DROP COLUMN staleness;
-         ALTER TABLE assertions DROP COLUMN original_status;
-         PRAGMA user_version = 5;
+        "PRAGMA user_version = 5;
          INSERT INTO assertions (assertion_id, target_ref, kind, author_kind, status, visibility,
              created_at_ms, updated_at_ms) VALUES
          ('by-native', '{native}', 'note', 'user', 'active', 'private', 1, 1),
@@ -846,88 +796,65 @@ fn a_version_5_archive_finds_the_sessions_and_messages_its_claims_name() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let conn = open(&archive);
-    type Row = (
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        String,
-        String,
+    let rows = sql_rows(
+        &archive,
+        "SELECT assertion_id, target_ref, session_id, message_id, staleness, context_policy
+         FROM assertions ORDER BY assertion_id",
     );
-    let rows: Vec<Row> = conn
-        .prepare(
-            "SELECT assertion_id, target_ref, session_id, message_id, staleness, context_policy
-             FROM assertions ORDER BY assertion_id",
-        )
-        .unwrap()
-        .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let s = |x: &str| x.to_string();
-    let some = |x: &str| Some(x.to_string());
-    let trusted = s(r#"{"inject":true,"promotion_required":false}"#);
+    let trusted = r#"{"inject":true,"promotion_required":false}"#;
+    let judged = r#"{"inject":false,"promotion_required":false}"#;
+    let row = |v: Value| v.as_array().unwrap().clone();
     assert_eq!(
         rows,
         vec![
-            (
-                s("blk"),
+            row(serde_json::json!([
+                "blk",
                 format!("block:{block}"),
-                some(&session),
-                some(&block_message),
-                s("current"),
-                trusted.clone()
-            ),
-            (
-                s("by-native"),
-                format!("session:{session}"),
-                some(&session),
-                None,
-                s("current"),
-                trusted.clone()
-            ),
-            (
-                s("gone"),
-                s("message:no-such-message"),
-                None,
-                None,
-                s("target_missing"),
-                trusted.clone()
-            ),
-            (
-                s("msg"),
-                format!("message:{message}"),
-                some(&session),
-                some(&message),
-                s("current"),
-                trusted.clone()
-            ),
-            (
-                s("on-claim"),
-                s("assertion:msg"),
-                some(&session),
-                some(&message),
-                s("current"),
+                session,
+                block_message,
+                "current",
                 trusted
-            ),
-            (
-                s("rej"),
+            ])),
+            row(serde_json::json!([
+                "by-native",
                 format!("session:{session}"),
-                some(&session),
-                None,
-                s("current"),
-                s(r#"{"inject":false,"promotion_required":false}"#)
-            ),
+                session,
+                null,
+                "current",
+                trusted
+            ])),
+            row(serde_json::json!([
+                "gone",
+                "message:no-such-message",
+                null,
+                null,
+                "target_missing",
+                trusted
+            ])),
+            row(serde_json::json!([
+                "msg",
+                format!("message:{message}"),
+                session,
+                message,
+                "current",
+                trusted
+            ])),
+            row(serde_json::json!([
+                "on-claim",
+                "assertion:msg",
+                session,
+                message,
+                "current",
+                trusted
+            ])),
+            row(serde_json::json!([
+                "rej",
+                format!("session:{session}"),
+                session,
+                null,
+                "current",
+                judged
+            ])),
         ]
     );
 }
@@ -965,70 +892,51 @@ fn a_version_5_archive_migrates_its_claims() {
         stderr.contains("'approved' (2)") && stderr.contains("original_status"),
         "{stderr}"
     );
-    let conn = open(&archive);
-    type Row = (
-        String,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        String,
+    let rows = sql_rows(
+        &archive,
+        "SELECT assertion_id, target_ref, status, original_status, session_id, visibility
+         FROM assertions ORDER BY assertion_id",
     );
-    let rows: Vec<Row> = conn
-        .prepare(
-            "SELECT assertion_id, target_ref, status, original_status, session_id, visibility
-             FROM assertions ORDER BY assertion_id",
-        )
-        .unwrap()
-        .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
-        })
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let s = |x: &str| x.to_string();
+    let row = |v: Value| v.as_array().unwrap().clone();
+    let (xyz, abc) = (
+        "session:codex-session:xyz",
+        "session:claude-code-session:abc",
+    );
     assert_eq!(
         rows,
         vec![
-            (
-                s("c"),
-                s("session:codex-session:xyz"),
-                s("candidate"),
-                None,
-                Some(s("codex-session:xyz")),
-                s("private")
-            ),
-            (
-                s("odd"),
-                s("session:codex-session:xyz"),
-                s("inactive"),
-                Some(s("approved")),
-                Some(s("codex-session:xyz")),
-                s("private")
-            ),
-            (
-                s("odd2"),
-                s("session:codex-session:xyz"),
-                s("inactive"),
-                Some(s("approved")),
-                Some(s("codex-session:xyz")),
-                s("private")
-            ),
-            (
-                s("t"),
-                s("session:claude-code-session:abc"),
-                s("active"),
-                None,
-                Some(s("claude-code-session:abc")),
-                s("private")
-            ),
+            row(serde_json::json!([
+                "c",
+                xyz,
+                "candidate",
+                null,
+                "codex-session:xyz",
+                "private"
+            ])),
+            row(serde_json::json!([
+                "odd",
+                xyz,
+                "inactive",
+                "approved",
+                "codex-session:xyz",
+                "private"
+            ])),
+            row(serde_json::json!([
+                "odd2",
+                xyz,
+                "inactive",
+                "approved",
+                "codex-session:xyz",
+                "private"
+            ])),
+            row(serde_json::json!([
+                "t",
+                abc,
+                "active",
+                null,
+                "claude-code-session:abc",
+                "private"
+            ])),
         ]
     );
     let status = judge_json(&archive, &["--status"]);
@@ -1044,17 +952,7 @@ fn a_version_5_archive_migrates_its_claims() {
 fn a_claim_about_an_object_a_re_read_drops_goes_stale() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");
-    quarry_json(&[
-        "--format",
-        "json",
-        "gen",
-        "--sessions",
-        "1",
-        "--seed",
-        "21",
-        "--out",
-        corpus.to_str().unwrap(),
-    ]);
+    generate(&corpus, 1, 21);
     let archive = dir.path().join("archive.db");
     ingest_with(&archive, &[], &[&corpus]);
     let conn = open(&archive);
@@ -1135,17 +1033,7 @@ fn a_claim_about_an_object_a_re_read_drops_goes_stale() {
 fn a_claim_written_before_its_session_is_found_when_the_session_comes() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");
-    quarry_json(&[
-        "--format",
-        "json",
-        "gen",
-        "--sessions",
-        "1",
-        "--seed",
-        "23",
-        "--out",
-        corpus.to_str().unwrap(),
-    ]);
+    generate(&corpus, 1, 23);
     // The same corpus in a scratch archive tells the ids the real one will have.
     let scratch = dir.path().join("scratch.db");
     ingest_with(&scratch, &[], &[&corpus]);

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use crate::support::{ingest, ingest_with, open, quarry, quarry_json, scalar};
+use crate::support::{generate, ingest, ingest_with, open, quarry, quarry_json, scalar};
 
 fn digest(dir: &std::path::Path) -> String {
     let mut files: Vec<_> = walkdir::WalkDir::new(dir)
@@ -94,17 +94,7 @@ fn gen_is_deterministic_and_ingests_with_subagents_errors_and_unfinished_turns()
 fn grown_and_rewritten_files_are_brought_up_to_date() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");
-    quarry_json(&[
-        "--format",
-        "json",
-        "gen",
-        "--sessions",
-        "3",
-        "--seed",
-        "9",
-        "--out",
-        corpus.to_str().unwrap(),
-    ]);
+    generate(&corpus, 3, 9);
     let file = walkdir::WalkDir::new(&corpus)
         .into_iter()
         .filter_map(Result::ok)
@@ -173,17 +163,7 @@ fn grown_and_rewritten_files_are_brought_up_to_date() {
 fn tags_notes_and_imported_assertions() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");
-    quarry_json(&[
-        "--format",
-        "json",
-        "gen",
-        "--sessions",
-        "2",
-        "--seed",
-        "5",
-        "--out",
-        corpus.to_str().unwrap(),
-    ]);
+    generate(&corpus, 2, 5);
     let archive = dir.path().join("archive.db");
     let a = archive.to_str().unwrap();
     ingest(&archive, &[&corpus]);

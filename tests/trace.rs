@@ -313,15 +313,9 @@ fn claude_code_and_codex_records_name_their_sources_as_the_files_do() {
 /// columns of version 6, and the view and columns of version 5, removed.
 fn strip_to_version_4(archive: &Path) {
     let conn = rusqlite::Connection::open(archive).unwrap();
+    conn.execute_batch(crate::support::UNDO_VERSION_6).unwrap();
     conn.execute_batch(
-        "DROP INDEX assertions_session;
-         ALTER TABLE assertions DROP COLUMN session_id;
-         ALTER TABLE assertions DROP COLUMN message_id;
-         ALTER TABLE assertions DROP COLUMN supersedes;
-         ALTER TABLE assertions DROP COLUMN context_policy;
-         ALTER TABLE assertions DROP COLUMN staleness;
-         ALTER TABLE assertions DROP COLUMN original_status;
-         DROP VIEW events;
+        "DROP VIEW events;
          ALTER TABLE events_raw DROP COLUMN replaced_by;
          ALTER TABLE events_raw DROP COLUMN source_seqs;
          ALTER TABLE sessions DROP COLUMN replacement_epoch;

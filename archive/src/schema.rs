@@ -100,17 +100,8 @@ UPDATE assertions SET context_policy = '{"inject":false,"promotion_required":fal
 CREATE INDEX assertions_session ON assertions (session_id);
 "#;
 
-/// The closed vocabulary of `assertions.status`, in the spec's order.
-pub const ASSERTION_STATUSES: &[&str] = &[
-    "active",
-    "candidate",
-    "accepted",
-    "rejected",
-    "deferred",
-    "superseded",
-    "deleted",
-    "inactive",
-];
+/// The closed vocabulary of `assertions.status` (declared in `quarry_schema`).
+pub use quarry_schema::ASSERTION_STATUSES;
 
 /// Version 5: the links between a session's records that its source logs, and the session's
 /// replacement epoch. `events_raw.replaced_by` names the record that positionally replaced a

@@ -137,6 +137,18 @@ pub struct Link {
     pub references: &'static str,
 }
 
+/// The closed vocabulary of `assertions.status`, in the spec's order.
+pub const ASSERTION_STATUSES: &[&str] = &[
+    "active",
+    "candidate",
+    "accepted",
+    "rejected",
+    "deferred",
+    "superseded",
+    "deleted",
+    "inactive",
+];
+
 /// Rows of a table that a reader scope sees only when its owner wrote them: those whose
 /// `column` holds one of `values`, unless their `author` is the reader's owner (`assertions`:
 /// candidates, and claims judged out of force, stay private to their author).

@@ -52,6 +52,32 @@ pub fn quarry_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// SQL taking an archive of schema version 6 back to version 5: the assertion lifecycle's
+/// index and columns removed (`user_version` is left to the caller).
+pub const UNDO_VERSION_6: &str = "DROP INDEX assertions_session;
+     ALTER TABLE assertions DROP COLUMN session_id;
+     ALTER TABLE assertions DROP COLUMN message_id;
+     ALTER TABLE assertions DROP COLUMN supersedes;
+     ALTER TABLE assertions DROP COLUMN context_policy;
+     ALTER TABLE assertions DROP COLUMN staleness;
+     ALTER TABLE assertions DROP COLUMN original_status;";
+
+/// Generates a corpus of `sessions` sessions from `seed` into `out` (`quarry gen`) and returns
+/// its report.
+pub fn generate(out: &Path, sessions: usize, seed: u64) -> serde_json::Value {
+    quarry_json(&[
+        "--format",
+        "json",
+        "gen",
+        "--sessions",
+        &sessions.to_string(),
+        "--seed",
+        &seed.to_string(),
+        "--out",
+        out.to_str().expect("a UTF-8 path"),
+    ])
+}
+
 /// Ingests `paths` into `archive` with `--format json` and returns the summary.
 pub fn ingest(archive: &Path, paths: &[&Path]) -> serde_json::Value {
     ingest_with(archive, &[], paths)

@@ -49,16 +49,7 @@ pub(super) const BRANCH_TYPES: &[&str] = &[
 ];
 pub(super) const HAS_VALUES: &[&str] = &["paste", "tools", "thinking", "summary", "attachments"];
 pub(super) const LANES: &[&str] = &["auto", "dialogue", "actions", "hybrid", "semantic"];
-pub(super) const ASSERTION_STATUS: &[&str] = &[
-    "active",
-    "candidate",
-    "accepted",
-    "rejected",
-    "deferred",
-    "superseded",
-    "deleted",
-    "inactive",
-];
+pub(super) const ASSERTION_STATUS: &[&str] = quarry_schema::ASSERTION_STATUSES;
 pub(super) const FOLLOWUPS: &[&str] = &["retry", "change", "silent_proceed", "stop"];
 pub(super) const RUN_ROLES: &[&str] = &["main", "subagent"];
 pub(super) const BOUNDARIES: &[&str] = &["session_start", "subagent_start", "compaction"];
