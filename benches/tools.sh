@@ -8,6 +8,7 @@
 #   benches/tools.sh moto       moto's S3-compatible server (`moto[server]` from PyPI)
 #   benches/tools.sh mcp        a Python with the official MCP SDK (`mcp` from PyPI), as a client
 #   benches/tools.sh dataframes a Python with Polars and chDB (ClickHouse in-process), from PyPI
+#   benches/tools.sh web        playwright-core (npm), to drive Debian's Chromium in the page test
 #
 # Environment: QUARRY_BENCH_TOOLS (default ${XDG_CACHE_HOME:-~/.cache}/quarry-bench),
 # CCUSAGE_VERSION (default 20.0.24; 20.0.26's native binary is missing from the registry),
@@ -63,6 +64,19 @@ case "${1:-}" in
     venv "$dir" "mcp==$version" "$dir/bin/python" -c "import mcp.client.stdio"
     echo "$dir/bin/python"
     ;;
+  web)
+    # playwright-core drives the system's Chromium and downloads no browser.
+    version=${PLAYWRIGHT_VERSION:-1.65.2}
+    dir=$tools/playwright-core-$version
+    if ! [ -f "$dir/node_modules/playwright-core/package.json" ] \
+      || ! grep -qF "\"version\": \"$version\"" "$dir/node_modules/playwright-core/package.json"; then
+      mkdir -p "$dir"
+      [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
+      PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$dir" --no-audit --no-fund --no-save \
+        --loglevel=error "playwright-core@$version" >&2
+    fi
+    echo "$dir/node_modules"
+    ;;
   dataframes)
     polars=${POLARS_VERSION:-2.1.0} chdb=${CHDB_VERSION:-4.4.0}
     dir=$tools/dataframes-polars-$polars-chdb-$chdb
@@ -72,7 +86,7 @@ case "${1:-}" in
     echo "$dir/bin/python"
     ;;
   *)
-    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto|mcp|dataframes" >&2
+    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto|mcp|dataframes|web" >&2
     exit 2
     ;;
 esac

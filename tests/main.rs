@@ -29,3 +29,4 @@ mod support;
 mod synth;
 mod trace;
 mod usage_cases;
+mod web;

@@ -258,6 +258,10 @@ pub enum Error {
     /// No valid credentials came with the request (no token, or one unknown or revoked).
     #[error("{0}")]
     Unauthorized(String),
+    /// A browser request from another site, or one that changes state without saying where it
+    /// comes from, carrying a sign-in cookie.
+    #[error("{0}")]
+    CrossSite(String),
     /// The server cannot read its tokens file, so it cannot tell who asks.
     #[error("the server cannot read its tokens file; its operator has been told")]
     TokensUnavailable,
@@ -399,6 +403,7 @@ impl Error {
             Error::SqlRefused { .. } => "sql_refused",
             Error::Scope(_) => "invalid_scope",
             Error::AdminOnly(_) => "admin_only",
+            Error::CrossSite(_) => "cross_site",
             Error::Unauthorized(_) => "unauthorized",
             Error::TokensUnavailable => "tokens_unavailable",
             Error::Audit(_) => "audit_failed",
@@ -428,7 +433,7 @@ impl Error {
                 ..
             } => ErrorClass::Forbidden,
             Error::SqlRefused { .. } => ErrorClass::Usage,
-            Error::Scope(_) | Error::AdminOnly(_) => ErrorClass::Forbidden,
+            Error::Scope(_) | Error::AdminOnly(_) | Error::CrossSite(_) => ErrorClass::Forbidden,
             Error::Unauthorized(_) => ErrorClass::Unauthorized,
             Error::InvalidCursor(_) | Error::StaleCursor(_) | Error::InvalidLineage(_) => {
                 ErrorClass::Conflict

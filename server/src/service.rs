@@ -47,7 +47,7 @@ pub struct Asker {
 
 impl Asker {
     /// The scope's name, as the audit trail records it.
-    fn scope_name(&self) -> &str {
+    pub fn scope_name(&self) -> &str {
         match &self.scope {
             ScopeRef::Named(name) => name,
             ScopeRef::Fixed(scope) => scope.name(),

@@ -20,6 +20,7 @@
 
 mod auth;
 mod stream;
+mod web;
 
 use std::future::IntoFuture;
 use std::net::SocketAddr;
@@ -193,12 +194,16 @@ fn router(app: Arc<App>, max_body: usize) -> Router {
         .route("/api/refs/resolve", get(resolve_get))
         .route("/api/explain", get(explain))
         .route("/api/tables", get(tables))
+        .route("/api/session", get(web::whoami).delete(web::sign_out))
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),
             require_token,
         ));
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/api/session", axum::routing::post(web::sign_in))
+        .route("/", get(web::page))
+        .route("/assets/{file}", get(web::page))
         .merge(api)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body))
