@@ -73,6 +73,9 @@ function errorView(e, onCorrection) {
   const body = e.body || {};
   const out = h("div", { class: "error-box" }, h("p", { class: "error", text: body.message || e.message }));
   if (body.rendered) out.append(h("pre", { class: "rendered", text: body.rendered }));
+  for (const d of body.diagnostics || []) {
+    for (const hint of d.hints || []) out.append(h("p", { class: "meta", text: "help: " + hint }));
+  }
   const fix = (body.diagnostics || []).find((d) => d.correction);
   if (fix && onCorrection) {
     out.append(h("div", { class: "row" }, h("span", { class: "meta", text: "Did you mean " }),
@@ -404,6 +407,11 @@ const EXPORTS = [["CSV", "text/csv", "csv"], ["Parquet", "application/vnd.apache
 
 function consoleView(view) {
   const text = h("textarea", { id: "console-text", spellcheck: "false" }, "messages | group by role | agg count");
+  const help = h("details", { class: "meta" }, h("summary", {}, "Help"),
+    h("p", {}, "The quarry language: UNIT where PREDICATES | stages, e.g. ",
+      h("code", { text: "messages where role:assistant | group by session.repo | agg count, p90:word_count" }),
+      ". SQL: one read-only SELECT over the tables your scope has (see /api/tables). ",
+      "Answers are exact; a capped page says so and offers the next one."));
   const language = h("select", { id: "console-language" }, h("option", { value: "quarry" }, "quarry language"),
     h("option", { value: "sql" }, "SQL"));
   const out = h("div", { id: "console-out" });
@@ -435,7 +443,7 @@ function consoleView(view) {
       onclick: () => download(request(null, null, 0), accept, "quarry-answer." + ext) }, label)));
   view.replaceChildren(h("h1", {}, "Console"),
     h("div", { class: "row" }, language, h("button", { type: "button", id: "console-run", onclick: () => run(null, 0) }, "Run")),
-    text, exportLinks, out);
+    text, help, exportLinks, out);
 }
 
 // Fetches an answer in another format (the sign-in cookie goes with it) and saves it.
