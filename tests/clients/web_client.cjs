@@ -157,6 +157,13 @@ async function main() {
   check(JSON.stringify(tableRows) === JSON.stringify(roles.map((r) => [r.role, String(r.n)])),
     "the corrected query's table is alice's messages by role, as SQLite counts them");
 
+  // Its export: the whole answer as CSV, fetched with the cookie and saved by the browser.
+  const [download] = await Promise.all([page.waitForEvent("download"),
+    page.click("text=CSV")]);
+  const csv = fs.readFileSync(await download.path(), "utf8").trim().split("\n");
+  check(JSON.stringify(csv.slice(1).map((l) => l.split(","))) === JSON.stringify(roles.map((r) => [r.role, String(r.n)])),
+    `the CSV export (${download.suggestedFilename()}) holds the same rows`);
+
   // A phrase only bob's sessions hold: the admin finds it, alice's page finds nothing.
   const bobWords = rows(`SELECT m.text FROM messages m JOIN sessions s USING (session_id)
     WHERE s.owner = 'bob' AND m.role = 'user' AND length(m.text) > 40 ORDER BY m.message_id LIMIT 50`)
