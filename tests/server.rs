@@ -262,6 +262,22 @@ pub(crate) struct Fixture {
     pub(crate) alice: String,
 }
 
+impl Fixture {
+    /// Revokes the token called `name` (`quarry token revoke`).
+    pub(crate) fn revoke(&self, name: &str) {
+        let out = quarry(&[
+            "--archive",
+            &self.archive.display().to_string(),
+            "token",
+            "revoke",
+            name,
+            "--tokens",
+            &self.tokens.display().to_string(),
+        ]);
+        assert!(out.status.success());
+    }
+}
+
 pub(crate) fn fixture() -> Option<Fixture> {
     let dir = tempfile::tempdir().unwrap();
     let archive = two_owner_archive(dir.path())?;
@@ -610,16 +626,7 @@ fn every_endpoint_answers_as_sqlite_does_within_its_scope() {
     assert!(plan.json()["plan"].as_str().unwrap().contains("source:"));
 
     // A revocation is honoured at the next request, without a restart.
-    let out = quarry(&[
-        "--archive",
-        &f.archive.display().to_string(),
-        "token",
-        "revoke",
-        "alice-laptop",
-        "--tokens",
-        &f.tokens.display().to_string(),
-    ]);
-    assert!(out.status.success());
+    f.revoke("alice-laptop");
     assert_eq!(units(&server, &f.alice, "messages | count").status, 401);
     assert_eq!(units(&server, &f.admin, "messages | count").status, 200);
 
