@@ -91,9 +91,7 @@ fn compact(value: f64) -> String {
     } else {
         (value, "")
     };
-    let text = if suffix.is_empty() && scaled.fract() == 0.0 {
-        format!("{scaled:.0}")
-    } else if scaled.abs() >= 100.0 {
+    let text = if (suffix.is_empty() && scaled.fract() == 0.0) || scaled.abs() >= 100.0 {
         format!("{scaled:.0}")
     } else {
         format!("{scaled:.1}")
