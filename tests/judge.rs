@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::support::rows::sql_rows;
-use crate::support::{generate, ingest_with, open, quarry, quarry_json, scalar};
+use crate::support::{generate, ingest_with, open, quarry, quarry_json, scalar, text};
 
 /// Two generated sessions, owned by alice and bob, and a scopes file naming both owners.
 /// Returns (archive, alice's session, bob's session, a message of alice's session).
@@ -27,22 +27,19 @@ fn two_owners(dir: &Path) -> (PathBuf, String, String, String) {
     .unwrap();
     let conn = open(&archive);
     let of = |owner: &str| -> String {
-        conn.query_row(
+        text(
+            &conn,
             "SELECT session_id FROM sessions WHERE owner = ?1 AND parent_session_id IS NULL
              ORDER BY session_id LIMIT 1",
             [owner],
-            |r| r.get(0),
         )
-        .unwrap()
     };
     let (alice, bob) = (of("alice"), of("bob"));
-    let message: String = conn
-        .query_row(
-            "SELECT message_id FROM messages WHERE session_id = ?1 ORDER BY position LIMIT 1",
-            [&alice],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let message: String = text(
+        &conn,
+        "SELECT message_id FROM messages WHERE session_id = ?1 ORDER BY position LIMIT 1",
+        [&alice],
+    );
     (archive, alice, bob, message)
 }
 
@@ -163,13 +160,11 @@ fn machine_claims_are_candidates_and_each_judgment_does_what_the_spec_says() {
     assert_eq!(stored(&archive, "t-machine").0, "active");
     assert_eq!(stored(&archive, "t-machine").2, trusted);
     assert_eq!(stored(&archive, "u-note").0, "active");
-    let tags: String = open(&archive)
-        .query_row(
-            "SELECT tags FROM sessions WHERE session_id = ?1",
-            [&bob],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let tags: String = text(
+        &open(&archive),
+        "SELECT tags FROM sessions WHERE session_id = ?1",
+        [&bob],
+    );
     assert_eq!(tags, r#"["machine-tag"]"#);
     // Targets are canonical refs, and each names its session.
     let (.., session, target) = stored(&archive, "c-accept");
@@ -462,14 +457,12 @@ fn machine_claims_are_candidates_and_each_judgment_does_what_the_spec_says() {
     assert_eq!(again["candidates"], 0, "{again}");
     assert_eq!(stored(&archive, "c-accept").0, "accepted");
     assert_eq!(stored(&archive, "c-reject").0, "rejected");
-    let text: String = open(&archive)
-        .query_row(
-            "SELECT body_text FROM assertions WHERE assertion_id = 'c-accept'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(text, "the archive is SQLite (again)");
+    let body = text(
+        &open(&archive),
+        "SELECT body_text FROM assertions WHERE assertion_id = 'c-accept'",
+        [],
+    );
+    assert_eq!(body, "the archive is SQLite (again)");
 
     // The queue's health from what the archive holds, checked against plain SQL.
     let status = judge_json(&archive, &["--status"]);
@@ -718,13 +711,11 @@ fn claims_about_a_hidden_message_are_not_a_readers() {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    let hidden_block: String = conn
-        .query_row(
-            "SELECT block_id FROM blocks WHERE message_id = ?1",
-            [&hidden],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let hidden_block: String = text(
+        &conn,
+        "SELECT block_id FROM blocks WHERE message_id = ?1",
+        [&hidden],
+    );
     drop(conn);
     import(
         &archive,
@@ -760,13 +751,11 @@ fn a_version_5_archive_finds_the_sessions_and_messages_its_claims_name() {
     let dir = tempfile::tempdir().unwrap();
     let (archive, session, _, message) = two_owners(dir.path());
     let conn = rusqlite::Connection::open(&archive).unwrap();
-    let native: String = conn
-        .query_row(
-            "SELECT native_id FROM sessions WHERE session_id = ?1",
-            [&session],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let native: String = text(
+        &conn,
+        "SELECT native_id FROM sessions WHERE session_id = ?1",
+        [&session],
+    );
     let (block, block_message): (String, String) = conn
         .query_row(
             "SELECT block_id, message_id FROM blocks WHERE session_id = ?1 AND message_id <> ?2
@@ -984,8 +973,8 @@ fn a_claim_about_an_object_a_re_read_drops_goes_stale() {
     );
     judge_json(&archive, &["--reject", "cand", "--reason", "no"]);
     // The file loses its later records; asked to, the re-read replaces the session.
-    let text = std::fs::read_to_string(&path).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    let whole = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
     let kept: String = lines[..lines.len() / 2]
         .iter()
         .map(|l| format!("{l}\n"))
@@ -1000,31 +989,28 @@ fn a_claim_about_an_object_a_re_read_drops_goes_stale() {
     );
     assert_eq!(gone, 0, "the fixture must drop the last message");
     let staleness = |id: &str| -> String {
-        conn.query_row(
+        text(
+            &conn,
             "SELECT staleness FROM assertions WHERE assertion_id = ?1",
             [id],
-            |r| r.get(0),
         )
-        .unwrap()
     };
     assert_eq!(staleness("last"), "target_missing");
     assert_eq!(staleness("first"), "current");
     assert_eq!(staleness("whole"), "current");
     assert_eq!(staleness("cand"), "target_missing");
-    let judgment: String = conn
-        .query_row(
-            "SELECT assertion_id FROM assertions WHERE kind = 'judgment'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let judgment: String = text(
+        &conn,
+        "SELECT assertion_id FROM assertions WHERE kind = 'judgment'",
+        [],
+    );
     assert_eq!(
         staleness(&judgment),
         "current",
         "its candidate is still there"
     );
     // Written back whole, the file holds the message again.
-    std::fs::write(&path, &text).unwrap();
+    std::fs::write(&path, &whole).unwrap();
     ingest_with(&archive, &["--replace", &path], &[&corpus]);
     assert_eq!(staleness("last"), "current");
 }
@@ -1055,13 +1041,11 @@ fn a_claim_written_before_its_session_is_found_when_the_session_comes() {
     let (_, _, _, before, _) = stored(&archive, "early");
     assert_eq!(before, None);
     let staleness = |a: &Path| -> String {
-        open(a)
-            .query_row(
-                "SELECT staleness FROM assertions WHERE assertion_id = 'early'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap()
+        text(
+            &open(a),
+            "SELECT staleness FROM assertions WHERE assertion_id = 'early'",
+            [],
+        )
     };
     assert_eq!(staleness(&archive), "target_missing");
     ingest_with(&archive, &[], &[&corpus]);

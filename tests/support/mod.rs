@@ -111,6 +111,12 @@ pub fn scalar(conn: &rusqlite::Connection, sql: &str, params: impl rusqlite::Par
         .unwrap_or(0)
 }
 
+/// The one text value `sql` answers.
+pub fn text(conn: &rusqlite::Connection, sql: &str, params: impl rusqlite::Params) -> String {
+    conn.query_row(sql, params, |r| r.get(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
 /// Row counts of every archive table.
 pub fn table_counts(conn: &rusqlite::Connection) -> Vec<(String, i64)> {
     quarry_schema::CATALOG
