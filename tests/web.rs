@@ -205,4 +205,30 @@ fn a_token_signs_in_to_a_cookie_that_sees_its_scope_and_nothing_crosses_sites() 
     }
     assert!(log.contains("POST /api/session"), "{log}");
     assert!(!log.contains(&f.alice) && !log.contains(&value));
+    // The audit trail records each sign-in and sign-out by the token's name, never the token.
+    let audit = f.archive.with_file_name("archive.audit.db");
+    let conn = crate::support::open(&audit);
+    let signs = crate::support::rows::query_rows(
+        &conn,
+        "SELECT kind, who, scope, status FROM requests WHERE kind LIKE 'sign_%' ORDER BY request_id",
+    )
+    .unwrap();
+    let row = |kind: &str| serde_json::json!([kind, "alice-laptop", "alice", "ok"]);
+    let want: Vec<Value> = ["sign_in", "sign_out", "sign_in"]
+        .iter()
+        .map(|k| row(k))
+        .collect();
+    assert_eq!(
+        signs
+            .iter()
+            .map(|r| Value::Array(r.clone()))
+            .collect::<Vec<_>>(),
+        want
+    );
+    let bytes = std::fs::read(&audit).unwrap();
+    let holds = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
+    assert!(
+        !holds(&f.alice) && !holds(&value),
+        "no token or cookie in the audit trail"
+    );
 }

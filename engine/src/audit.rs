@@ -199,6 +199,10 @@ pub enum RequestKind {
     Completions,
     /// A request refused before it could run anything.
     Refused,
+    /// A browser signed in with a token (the web page).
+    SignIn,
+    /// A browser signed out.
+    SignOut,
 }
 
 impl RequestKind {
@@ -208,6 +212,8 @@ impl RequestKind {
             RequestKind::Tables => "tables",
             RequestKind::Completions => "completions",
             RequestKind::Refused => "refused",
+            RequestKind::SignIn => "sign_in",
+            RequestKind::SignOut => "sign_out",
         }
     }
 }

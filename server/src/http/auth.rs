@@ -182,13 +182,7 @@ pub(super) async fn require_token(
 ) -> Response {
     match app.tokens.caller(request.headers(), request.method()) {
         Ok(entry) => {
-            request.extensions_mut().insert(Asker {
-                caller: Caller {
-                    who: Some(entry.name.clone()),
-                    surface: "http".into(),
-                },
-                scope: ScopeRef::Named(entry.scope.clone()),
-            });
+            request.extensions_mut().insert(asker_of(&entry));
             next.run(request).await
         }
         Err(e) => {
@@ -196,6 +190,17 @@ pub(super) async fn require_token(
                 .refused_anonymously("http", &peer.ip().to_string(), &e);
             error_response(&e, None)
         }
+    }
+}
+
+/// Who asks with the token of `entry`: its name, over HTTP, under its scope.
+pub(super) fn asker_of(entry: &TokenEntry) -> Asker {
+    Asker {
+        caller: Caller {
+            who: Some(entry.name.clone()),
+            surface: "http".into(),
+        },
+        scope: ScopeRef::Named(entry.scope.clone()),
     }
 }
 

@@ -12,9 +12,10 @@ use axum::extract::{ConnectInfo, Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::auth::{COOKIE, SIGN_IN_TTL};
+use super::auth::{COOKIE, SIGN_IN_TTL, asker_of};
 use super::{App, error_response, json_response};
 use crate::Asker;
+use quarry::audit::RequestKind;
 
 /// One asset of the page: its path, media type and bytes.
 struct Asset {
@@ -91,7 +92,18 @@ pub(super) async fn sign_in(
             return error_response(&e, None);
         }
     };
-    let cookie = match app.tokens.sign_in(&entry) {
+    let started = std::time::Instant::now();
+    let signed = app.tokens.sign_in(&entry);
+    let asker = asker_of(&entry);
+    app.service.record(
+        &asker,
+        RequestKind::SignIn,
+        "/api/session",
+        None,
+        started,
+        signed.as_ref().err(),
+    );
+    let cookie = match signed {
         Ok(cookie) => cookie,
         Err(e) => return error_response(&e, None),
     };
@@ -119,8 +131,21 @@ pub(super) async fn whoami(Extension(asker): Extension<Asker>) -> Response {
 }
 
 /// `DELETE /api/session`: ends the sign-in; the answer clears the cookie.
-pub(super) async fn sign_out(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+pub(super) async fn sign_out(
+    State(app): State<Arc<App>>,
+    Extension(asker): Extension<Asker>,
+    headers: HeaderMap,
+) -> Response {
+    let started = std::time::Instant::now();
     app.tokens.sign_out(&headers);
+    app.service.record(
+        &asker,
+        RequestKind::SignOut,
+        "/api/session",
+        None,
+        started,
+        None,
+    );
     let mut response = json_response(serde_json::json!({"signed_out": true}).to_string());
     set_cookie(&mut response, "", 0);
     response
