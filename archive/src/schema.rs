@@ -9,7 +9,7 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -19,7 +19,16 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_4,
     MIGRATION_5,
     MIGRATION_6,
+    MIGRATION_7,
 ];
+
+/// Version 7: a turn's duration, `turns.duration_ms`: from its prompt to its completion
+/// (`completed_at_ms - started_at_ms`), what the dashboards' response durations read.
+const MIGRATION_7: &str = r#"
+ALTER TABLE turns ADD COLUMN duration_ms INTEGER;
+UPDATE turns SET duration_ms = completed_at_ms - started_at_ms
+    WHERE completed_at_ms IS NOT NULL AND started_at_ms IS NOT NULL;
+"#;
 
 /// Version 6: the assertion lifecycle (`docs/judgments.md`). `status` takes one of the closed
 /// vocabulary ([`ASSERTION_STATUSES`]); an imported status outside it becomes `inactive`, its
@@ -811,8 +820,8 @@ mod tests {
     fn insert_numbers_declared_columns_in_order() {
         assert_eq!(
             insert_statement("turns", &[]).unwrap(),
-            "INSERT INTO turns (session_id, turn_id, started_at_ms, completed_at_ms, committed) \
-             VALUES (?1, ?2, ?3, ?4, ?5)"
+            "INSERT INTO turns (session_id, turn_id, started_at_ms, completed_at_ms, committed, \
+             duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
         );
         let sql = insert_statement(
             "delegations",

@@ -632,7 +632,8 @@ fn insert_session(
             t.turn_id,
             t.started_at_ms,
             t.completed_at_ms,
-            t.committed
+            t.committed,
+            t.completed_at_ms.zip(t.started_at_ms).map(|(end, start)| end - start)
         ])?;
     }
 

@@ -850,6 +850,11 @@ const TURNS: Table = Table {
             "completion marker time, or the last message time of a committed turn",
         ),
         req("committed", Boolean, "whether the turn is committed"),
+        opt(
+            "duration_ms",
+            Integer,
+            "`completed_at_ms - started_at_ms`: from the prompt to the turn's completion (NULL while either is unknown)",
+        ),
     ],
     key: &["session_id", "turn_id"],
     session_key: Some("session_id"),

@@ -52,6 +52,10 @@ pub fn quarry_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// SQL taking an archive of schema version 7 back to version 6: the turn's duration removed
+/// (`user_version` is left to the caller).
+pub const UNDO_VERSION_7: &str = "ALTER TABLE turns DROP COLUMN duration_ms;";
+
 /// SQL taking an archive of schema version 6 back to version 5: the assertion lifecycle's
 /// index and columns removed (`user_version` is left to the caller).
 pub const UNDO_VERSION_6: &str = "DROP INDEX assertions_session;

@@ -76,6 +76,13 @@ const TURN_FIELDS: &[Field] = &[
         "when the turn completed",
         "completed >= 2026-01-01",
     ),
+    Field::new(
+        "duration_ms",
+        K::Number,
+        col("duration_ms"),
+        "time from the prompt to the turn's completion in milliseconds",
+        "duration_ms >= 60000",
+    ),
 ];
 
 const USAGE_FIELDS: &[Field] = &[
