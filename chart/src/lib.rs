@@ -4,7 +4,9 @@
 //!
 //! A chart is bars over categories (days, models, tools): vertical ([`Orientation::Columns`],
 //! stacked when there are several series, as tokens per day by model) or horizontal
-//! ([`Orientation::Rows`], as the busiest repositories). Every chart has a title, a value axis with
+//! ([`Orientation::Rows`], as the busiest repositories; side by side when there are several
+//! series, as p50 and p90). One category may be marked (the active 5-hour window): a dashed
+//! outline and a label over it. Every chart has a title, a value axis with
 //! round ticks and the unit, a legend when it has several series, a `<title>` on every bar (the
 //! exact value), and an `aria-label`. Colours come from the Okabe–Ito palette, which stays
 //! distinct under the common colour-vision deficiencies, and bars are outlined so adjacent
@@ -19,6 +21,7 @@
 //!     series: vec![Series { name: "opus".into(), values: vec![1.5, 2.0] }],
 //!     unit: Unit::Usd,
 //!     orientation: Orientation::Columns,
+//!     marked: None,
 //! };
 //! let svg = chart.svg(640, 280);
 //! assert!(svg.starts_with("<svg") && svg.contains("Cost per day"));
@@ -63,8 +66,41 @@ impl Unit {
             Unit::Usd if value.abs() >= 1000.0 => format!("${}", compact(value)),
             Unit::Usd => format!("${value:.2}"),
             Unit::Percent => format!("{:.1} %", value * 100.0),
+            Unit::Millis if value.abs() >= 120_000.0 => format!("{:.1} min", value / 60_000.0),
             Unit::Millis if value.abs() >= 1000.0 => format!("{:.1} s", value / 1000.0),
             Unit::Millis => format!("{value:.0} ms"),
+        }
+    }
+
+    /// Round ticks from 0 to at least `max`, round in the unit the axis shows (a time axis
+    /// reaching minutes ticks at whole minutes' fractions, not at milliseconds').
+    pub fn ticks(self, max: f64) -> Vec<f64> {
+        let scale = self.axis_scale(max).0;
+        ticks(max / scale).into_iter().map(|t| t * scale).collect()
+    }
+
+    /// A tick's text on an axis reaching `top`: every tick of a time axis in one unit.
+    pub fn axis_text(self, value: f64, top: f64) -> String {
+        match self.axis_scale(top) {
+            (scale, Some(suffix)) => {
+                let v = value / scale;
+                if v.fract() == 0.0 {
+                    format!("{v:.0} {suffix}")
+                } else {
+                    format!("{v:.1} {suffix}")
+                }
+            }
+            (_, None) => self.format(value),
+        }
+    }
+
+    /// How a time axis reaching `top` counts: in minutes, seconds or milliseconds.
+    fn axis_scale(self, top: f64) -> (f64, Option<&'static str>) {
+        match self {
+            Unit::Millis if top >= 120_000.0 => (60_000.0, Some("min")),
+            Unit::Millis if top >= 1000.0 => (1000.0, Some("s")),
+            Unit::Millis => (1.0, Some("ms")),
+            _ => (1.0, None),
         }
     }
 
@@ -99,12 +135,25 @@ fn compact(value: f64) -> String {
     format!("{}{suffix}", text.trim_end_matches(".0"))
 }
 
+/// `text` cut to its last `keep` characters behind `…` when it is longer (the end of a path
+/// or a tool name tells them apart).
+fn tail(text: &str, keep: usize) -> String {
+    let count = text.chars().count();
+    if count <= keep {
+        return text.to_string();
+    }
+    let mut out = String::from("…");
+    out.extend(text.chars().skip(count - keep + 1));
+    out
+}
+
 /// Which way the bars go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Orientation {
     /// Upright bars over categories along the bottom (stacked when there are several series).
     Columns,
-    /// Bars from the left, one row per category (labels on the left); one series.
+    /// Bars from the left, one row per category (labels on the left); several series side by
+    /// side within the row.
     Rows,
 }
 
@@ -121,6 +170,8 @@ pub struct Chart {
     pub unit: Unit,
     /// Which way the bars go.
     pub orientation: Orientation,
+    /// A category to mark, with the label shown over it (the active window: `active`).
+    pub marked: Option<(usize, String)>,
 }
 
 /// Round ticks from 0 to at least `max`: about five, at 1, 2 or 5 times a power of ten.
@@ -172,6 +223,19 @@ impl Chart {
             .collect()
     }
 
+    /// A height that gives each row of a [`Orientation::Rows`] chart room for its bars (a
+    /// columns chart: `columns_height`).
+    pub fn height(&self, columns_height: u32) -> u32 {
+        match self.orientation {
+            Orientation::Columns => columns_height,
+            Orientation::Rows => {
+                let per_row = 13 * self.series.len().max(1) + 7;
+                let legend = if self.series.len() > 1 { 32 } else { 0 };
+                (50 + per_row * self.categories.len() + legend).max(120) as u32
+            }
+        }
+    }
+
     /// The chart as inline SVG, `width` by `height` pixels (a viewBox, so it scales).
     pub fn svg(&self, width: u32, height: u32) -> String {
         let (w, h) = (f64::from(width), f64::from(height));
@@ -195,36 +259,53 @@ impl Chart {
             );
             return out;
         }
-        let legend = self.series.len() > 1;
+        let legend = self.legend(w);
+        let legend_h = legend.last().map_or(0.0, |(_, line)| 16.0 * (*line as f64 + 1.0));
         match self.orientation {
-            Orientation::Columns => self.columns(&mut out, w, h, legend),
-            Orientation::Rows => self.rows(&mut out, w, h),
+            Orientation::Columns => self.columns(&mut out, w, h, legend_h),
+            Orientation::Rows => self.rows(&mut out, w, h, legend_h),
         }
-        if legend {
-            let mut x = 0.0;
-            for (i, s) in self.series.iter().enumerate() {
-                let _ = write!(
-                    out,
-                    r##"<rect x="{x}" y="{}" width="10" height="10" fill="{}" stroke="#1d2330" stroke-width="0.5"/><text x="{}" y="{}" fill="#1d2330">{}</text>"##,
-                    h - 12.0,
-                    PALETTE[i % PALETTE.len()],
-                    x + 14.0,
-                    h - 3.0,
-                    escape(&s.name)
-                );
-                x += 24.0 + 6.5 * s.name.chars().count() as f64;
-            }
+        for (i, (s, (x, line))) in self.series.iter().zip(&legend).enumerate() {
+            let y = h - legend_h + 16.0 * *line as f64;
+            let _ = write!(
+                out,
+                r##"<rect x="{x}" y="{:.1}" width="10" height="10" fill="{}" stroke="#1d2330" stroke-width="0.5"/><text x="{}" y="{:.1}" fill="#1d2330">{}</text>"##,
+                y + 2.0,
+                PALETTE[i % PALETTE.len()],
+                x + 14.0,
+                y + 11.0,
+                escape(&s.name)
+            );
         }
         out.push_str("</svg>");
         out
     }
 
-    fn columns(&self, out: &mut String, w: f64, h: f64, legend: bool) {
+    /// Where each series' legend entry goes (x, line), wrapping at the width; none for a single
+    /// series.
+    fn legend(&self, w: f64) -> Vec<(f64, usize)> {
+        if self.series.len() < 2 {
+            return Vec::new();
+        }
+        let (mut x, mut line) = (0.0, 0);
+        let mut out = Vec::new();
+        for s in &self.series {
+            let width = 24.0 + 6.5 * s.name.chars().count() as f64;
+            if x > 0.0 && x + width > w {
+                (x, line) = (0.0, line + 1);
+            }
+            out.push((x, line));
+            x += width;
+        }
+        out
+    }
+
+    fn columns(&self, out: &mut String, w: f64, h: f64, legend_h: f64) {
         let totals = self.totals();
-        let ticks = ticks(totals.iter().copied().fold(0.0, f64::max));
+        let ticks = self.unit.ticks(totals.iter().copied().fold(0.0, f64::max));
         let top = *ticks.last().unwrap_or(&1.0);
         let (left, right, upper) = (56.0, 8.0, 26.0);
-        let lower = if legend { 46.0 } else { 28.0 };
+        let lower = 28.0 + legend_h;
         let plot_h = h - upper - lower;
         let plot_w = w - left - right;
         let y = |v: f64| upper + plot_h * (1.0 - v / top);
@@ -237,7 +318,7 @@ impl Chart {
                 y(*t),
                 left - 4.0,
                 y(*t) + 4.0,
-                escape(&self.unit.format(*t))
+                escape(&self.unit.axis_text(*t, top))
             );
         }
         let n = self.categories.len() as f64;
@@ -264,6 +345,17 @@ impl Chart {
                 );
                 base += v;
             }
+            if let Some((_, label)) = self.marked.as_ref().filter(|(m, _)| *m == c) {
+                let _ = write!(
+                    out,
+                    r##"<rect class="marked" x="{:.1}" y="{upper}" width="{:.1}" height="{plot_h:.1}" fill="none" stroke="#1d2330" stroke-width="1.5" stroke-dasharray="4 3"/><text x="{:.1}" y="{:.1}" text-anchor="middle" font-weight="600" fill="#1d2330">{}</text>"##,
+                    x - 2.0,
+                    bar + 4.0,
+                    x + bar / 2.0,
+                    upper - 3.0,
+                    escape(label)
+                );
+            }
             if c % every == 0 {
                 let _ = write!(
                     out,
@@ -281,11 +373,13 @@ impl Chart {
         );
     }
 
-    fn rows(&self, out: &mut String, w: f64, h: f64) {
-        let values: Vec<f64> = (0..self.categories.len())
-            .map(|c| self.value(0, c))
-            .collect();
-        let ticks = ticks(values.iter().copied().fold(0.0, f64::max));
+    fn rows(&self, out: &mut String, w: f64, h: f64, legend_h: f64) {
+        let ticks = self.unit.ticks(
+            (0..self.series.len())
+                .flat_map(|s| (0..self.categories.len()).map(move |c| (s, c)))
+                .map(|(s, c)| self.value(s, c))
+                .fold(0.0, f64::max),
+        );
         let top = *ticks.last().unwrap_or(&1.0);
         let longest = self
             .categories
@@ -294,10 +388,11 @@ impl Chart {
             .max()
             .unwrap_or(0);
         let left = (6.2 * longest.min(40) as f64 + 8.0).min(w * 0.45);
-        let (right, upper, lower) = (40.0, 26.0, 20.0);
+        let (right, upper) = (56.0, 26.0);
+        let lower = 20.0 + legend_h;
         let plot_w = w - left - right;
         let slot = (h - upper - lower) / self.categories.len() as f64;
-        let bar = (slot * 0.75).max(1.0);
+        let bar = (slot * 0.8 / self.series.len() as f64).clamp(1.0, 22.0);
         let x = |v: f64| left + plot_w * v / top;
         for t in &ticks {
             let _ = write!(
@@ -307,28 +402,37 @@ impl Chart {
                 x(*t),
                 h - lower,
                 x(*t),
-                h - 6.0,
-                escape(&self.unit.format(*t))
+                h - lower + 14.0,
+                escape(&self.unit.axis_text(*t, top))
             );
         }
         for (c, category) in self.categories.iter().enumerate() {
-            let v = values[c];
-            let y = upper + slot * c as f64 + (slot - bar) / 2.0;
-            let label: String = category.chars().take(40).collect();
+            let first = upper + slot * c as f64 + slot * 0.1;
+            let label = tail(category, 40);
             let _ = write!(
                 out,
-                r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#1d2330">{}</text><rect class="bar" x="{left:.1}" y="{y:.1}" width="{:.1}" height="{bar:.1}" fill="{}" data-value="{v}"><title>{}: {}</title></rect><text x="{:.1}" y="{:.1}" fill="#5d6677">{}</text>"##,
+                r##"<text x="{:.1}" y="{:.1}" text-anchor="end" fill="#1d2330">{}</text>"##,
                 left - 4.0,
-                y + bar / 2.0 + 4.0,
+                first + bar * self.series.len() as f64 / 2.0 + 4.0,
                 escape(&label),
-                (x(v) - left).max(0.0),
-                PALETTE[0],
-                escape(category),
-                escape(&self.unit.format(v)),
-                x(v) + 4.0,
-                y + bar / 2.0 + 4.0,
-                escape(&self.unit.format(v))
             );
+            for (s, series) in self.series.iter().enumerate() {
+                let v = self.value(s, c);
+                let y = first + bar * s as f64;
+                let _ = write!(
+                    out,
+                    r##"<rect class="bar" x="{left:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}" stroke="#ffffff" stroke-width="0.5" data-value="{v}"><title>{}: {}: {}</title></rect><text x="{:.1}" y="{:.1}" fill="#5d6677">{}</text>"##,
+                    (x(v) - left).max(0.0),
+                    (bar - 1.0).max(1.0),
+                    PALETTE[s % PALETTE.len()],
+                    escape(category),
+                    escape(&series.name),
+                    escape(&self.unit.format(v)),
+                    x(v) + 4.0,
+                    y + bar / 2.0 + 4.0,
+                    escape(&self.unit.format(v))
+                );
+            }
         }
     }
 }
@@ -346,6 +450,7 @@ mod tests {
             series,
             unit: Unit::Count,
             orientation,
+            marked: None,
         }
     }
 
@@ -414,6 +519,52 @@ mod tests {
     }
 
     #[test]
+    fn rows_put_several_series_side_by_side_in_proportion() {
+        let c = chart(
+            vec![
+                Series {
+                    name: "p50".into(),
+                    values: vec![100.0, 200.0, 50.0],
+                },
+                Series {
+                    name: "p90".into(),
+                    values: vec![400.0, 800.0, 50.0],
+                },
+            ],
+            Orientation::Rows,
+        );
+        let svg = c.svg(600, 300);
+        assert_eq!(
+            bar_attr(&svg, "data-value"),
+            vec![100.0, 400.0, 200.0, 800.0, 50.0, 50.0]
+        );
+        let widths = bar_attr(&svg, "width");
+        for (w, v) in widths.iter().zip([100.0, 400.0, 200.0, 800.0, 50.0, 50.0]) {
+            assert!((w / widths[3] - v / 800.0).abs() < 0.002, "{widths:?}");
+        }
+        // Within a row the bars stack downwards, never on top of each other.
+        let ys = bar_attr(&svg, "y");
+        assert!(ys[1] > ys[0] && ys[2] > ys[1], "{ys:?}");
+        assert!(svg.contains(">p50</text>") && svg.contains(">p90</text>"));
+    }
+
+    #[test]
+    fn a_marked_category_is_outlined_and_labelled() {
+        let mut c = chart(
+            vec![Series {
+                name: "cost".into(),
+                values: vec![1.0, 2.0, 3.0],
+            }],
+            Orientation::Columns,
+        );
+        assert!(!c.svg(600, 300).contains("class=\"marked\""));
+        c.marked = Some((2, "active".into()));
+        let svg = c.svg(600, 300);
+        assert_eq!(svg.matches("class=\"marked\"").count(), 1);
+        assert!(svg.contains(">active</text>"));
+    }
+
+    #[test]
     fn empty_charts_say_so() {
         let svg = chart(Vec::new(), Orientation::Columns).svg(400, 200);
         assert!(svg.contains("no data in this range"));
@@ -428,5 +579,15 @@ mod tests {
         assert_eq!(Unit::Percent.format(0.125), "12.5 %");
         assert_eq!(Unit::Millis.format(1500.0), "1.5 s");
         assert_eq!(Unit::Millis.format(250.0), "250 ms");
+        assert_eq!(Unit::Millis.format(600_000.0), "10.0 min");
+        assert_eq!(tail("/home/u/project/src/main.rs", 12), "…src/main.rs");
+        assert_eq!(tail("Bash", 12), "Bash");
+        // A time axis counts in one unit, at round values of it.
+        let t = Unit::Millis.ticks(280_000.0);
+        let top = *t.last().unwrap();
+        let texts: Vec<String> = t.iter().map(|v| Unit::Millis.axis_text(*v, top)).collect();
+        assert_eq!(texts, ["0 min", "1 min", "2 min", "3 min", "4 min", "5 min"]);
+        assert_eq!(Unit::Millis.axis_text(500.0, 800.0), "500 ms");
+        assert_eq!(Unit::Count.axis_text(1500.0, 2000.0), "1.5k");
     }
 }
