@@ -19,6 +19,9 @@ pub enum Format {
     Csv,
     /// The envelope as YAML.
     Yaml,
+    /// One self-contained HTML document (no script, no other host): a query's answer as a
+    /// table; a report as its dashboards, charts inline.
+    Html,
     /// Arrow IPC file (binary; streamed; the footer comes last).
     Arrow,
     /// Arrow IPC stream (binary; streamed, readable as it arrives).
@@ -29,19 +32,20 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order help texts list them.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::Table,
         Format::Json,
         Format::SqlJson,
         Format::Ndjson,
         Format::Csv,
         Format::Yaml,
+        Format::Html,
         Format::Arrow,
         Format::ArrowStream,
         Format::Parquet,
     ];
 
-    /// The format called `name` (`table`, `json`, `sql-json`, `ndjson`, `csv`, `yaml`, `arrow`,
+    /// The format called `name` (`table`, `json`, `sql-json`, `ndjson`, `csv`, `yaml`, `html`, `arrow`,
     /// `arrow-stream`, `parquet`).
     pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name() == name)
@@ -56,6 +60,7 @@ impl Format {
             Format::Ndjson => "ndjson",
             Format::Csv => "csv",
             Format::Yaml => "yaml",
+            Format::Html => "html",
             Format::Arrow => "arrow",
             Format::ArrowStream => "arrow-stream",
             Format::Parquet => "parquet",
@@ -70,13 +75,16 @@ impl Format {
             Format::Ndjson => "application/x-ndjson",
             Format::Csv => "text/csv; charset=utf-8",
             Format::Yaml => "application/yaml",
+            Format::Html => "text/html; charset=utf-8",
             Format::Arrow => "application/vnd.apache.arrow.file",
             Format::ArrowStream => "application/vnd.apache.arrow.stream",
             Format::Parquet => "application/vnd.apache.parquet",
         }
     }
 
-    /// The format an HTTP `Accept` header asks for: the first media type it lists (in order,
+    /// The format an HTTP `Accept` header asks for (never HTML: a browser's navigation lists
+    /// `text/html` first, and the API answers it as it answers anyone): the first media type it
+    /// lists (in order,
     /// quality values ignored) that names a format; `json` is `fallback` (the envelope, or the
     /// SQL shape). `None` when it names none and does not accept any type (`*/*`).
     pub fn from_accept(accept: &str, fallback: Format) -> Option<Format> {
@@ -132,6 +140,7 @@ impl Format {
             "ndjson" | "jsonl" => Format::Ndjson,
             "json" => Format::Json,
             "yaml" | "yml" => Format::Yaml,
+            "html" | "htm" => Format::Html,
             _ => return None,
         })
     }
@@ -158,7 +167,9 @@ mod tests {
             Some(Format::Ndjson)
         );
         assert_eq!(Format::from_accept("image/png", json), None);
-        for format in Format::ALL {
+        // A browser's navigation asks for text/html first: the API still answers JSON there.
+        assert_eq!(Format::from_accept("text/html", json), None);
+        for format in Format::ALL.into_iter().filter(|f| *f != Format::Html) {
             let media = format.media_type().split(';').next().unwrap_or_default();
             let fallback = if format == Format::SqlJson {
                 Format::SqlJson

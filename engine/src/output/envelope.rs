@@ -10,8 +10,6 @@ use datafusion::arrow::record_batch::RecordBatch;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::encoder::Encode;
-use super::sink::Sink;
 use crate::answer::{Attachment, Completion, QueryResult, ResultMeta, Source, type_name};
 use crate::error::Error;
 use quarry_grammar::resolve::Semantics;
@@ -167,37 +165,14 @@ impl<'a, R> Envelope<'a, R> {
 }
 
 /// The envelope as YAML, fields in the envelope's order (written once the answer is complete).
-#[derive(Debug, Default)]
-pub struct YamlEncoder {
-    out: Option<Sink>,
-    meta: Option<ResultMeta>,
-    schema: Option<SchemaRef>,
-    batches: Vec<RecordBatch>,
-}
-
-impl Encode for YamlEncoder {
-    fn begin(&mut self, out: &Sink, meta: &ResultMeta, schema: &SchemaRef) -> Result<(), Error> {
-        self.out = Some(out.clone());
-        self.meta = Some(meta.clone());
-        self.schema = Some(schema.clone());
-        Ok(())
-    }
-
-    fn batch(&mut self, batch: &RecordBatch) -> Result<(), Error> {
-        self.batches.push(batch.clone());
-        Ok(())
-    }
-
-    fn finish(&mut self, completion: &Completion, attached: &[Attachment]) -> Result<(), Error> {
-        let (Some(out), Some(meta), Some(schema)) = (&self.out, &self.meta, &self.schema) else {
-            return Err(Error::Internal(
-                "a YAML answer was finished before it began".into(),
-            ));
-        };
-        let envelope = Envelope::of(meta, schema, &self.batches, completion, attached)?;
-        out.push(yaml(envelope)?.as_bytes());
-        Ok(())
-    }
+pub(super) fn yaml_whole(parts: &super::whole::Parts<'_>) -> Result<String, Error> {
+    yaml(Envelope::of(
+        parts.meta,
+        parts.schema,
+        parts.batches,
+        parts.completion,
+        parts.attached,
+    )?)
 }
 
 /// `envelope` as YAML, ending with a newline.

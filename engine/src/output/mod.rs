@@ -8,6 +8,7 @@
 //! | json, sql-json | [`json`] | the envelope (or the SQL spec's shape) written as rows arrive: its head, the rows encoded by arrow's JSON encoders, then what is known at the end |
 //! | yaml | [`envelope`] | the typed [`Envelope`], through `serde_yaml_ng`, at the end |
 //! | table | `table` | comfy-table, floats at a readable precision, at the end |
+//! | html | [`html`] | one self-contained document (a table; a report's dashboards), at the end |
 //! | ndjson, csv | `text` | arrow's JSON (line-delimited) and CSV writers, batch by batch |
 //! | arrow, arrow-stream, parquet | `binary` | arrow's IPC file and stream writers, parquet's `ArrowWriter`, batch by batch |
 //!
@@ -24,10 +25,12 @@
 mod binary;
 mod destination;
 pub mod envelope;
+pub mod html;
 pub mod json;
 mod sink;
 mod table;
 mod text;
+mod whole;
 
 pub use self::destination::{Destination, format_for_path, output_path};
 pub use self::envelope::{Envelope, rows_json};
@@ -46,7 +49,8 @@ mod encoder {
     use futures::StreamExt;
 
     use super::sink::Sink;
-    use super::{binary, json, table, text};
+    use super::whole::WholeEncoder;
+    use super::{binary, envelope, html, json, table, text};
     use crate::answer::{Attachment, Completion, QueryStream, ResultMeta};
     use crate::error::Error;
     use crate::format::Format;
@@ -76,8 +80,9 @@ mod encoder {
             let inner: Box<dyn Encode> = match format {
                 Format::Json => Box::new(json::EnvelopeEncoder::default()),
                 Format::SqlJson => Box::new(json::SqlEncoder::default()),
-                Format::Yaml => Box::new(super::envelope::YamlEncoder::default()),
-                Format::Table => Box::new(table::TableEncoder::default()),
+                Format::Yaml => Box::new(WholeEncoder::new("a YAML answer", envelope::yaml_whole)),
+                Format::Table => Box::new(WholeEncoder::new("a table", table::whole)),
+                Format::Html => Box::new(WholeEncoder::new("an HTML answer", html::whole)),
                 Format::Ndjson => Box::new(text::NdjsonEncoder::default()),
                 Format::Csv => Box::new(text::CsvEncoder::default()),
                 Format::Arrow => Box::new(binary::ArrowFileEncoder::default()),

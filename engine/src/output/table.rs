@@ -9,9 +9,7 @@ use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type, SchemaRef
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 
-use super::encoder::Encode;
-use super::sink::Sink;
-use crate::answer::{Attachment, Completion, QueryResult, ResultMeta};
+use crate::answer::{Attachment, Completion, QueryResult};
 use crate::error::Error;
 
 /// The answer as a table with its footer (and any attached rows below it).
@@ -55,36 +53,14 @@ fn render_parts(
 }
 
 /// The table, written once the answer is complete (its column widths need every row).
-#[derive(Debug, Default)]
-pub struct TableEncoder {
-    out: Option<Sink>,
-    unit: String,
-    schema: Option<SchemaRef>,
-    batches: Vec<RecordBatch>,
-}
-
-impl Encode for TableEncoder {
-    fn begin(&mut self, out: &Sink, meta: &ResultMeta, schema: &SchemaRef) -> Result<(), Error> {
-        self.out = Some(out.clone());
-        self.unit = meta.unit.clone();
-        self.schema = Some(schema.clone());
-        Ok(())
-    }
-
-    fn batch(&mut self, batch: &RecordBatch) -> Result<(), Error> {
-        self.batches.push(batch.clone());
-        Ok(())
-    }
-
-    fn finish(&mut self, completion: &Completion, attached: &[Attachment]) -> Result<(), Error> {
-        let (Some(out), Some(schema)) = (&self.out, &self.schema) else {
-            return Err(Error::Internal(
-                "a table was finished before it began".into(),
-            ));
-        };
-        out.push(render_parts(&self.unit, schema, &self.batches, completion, attached)?.as_bytes());
-        Ok(())
-    }
+pub(super) fn whole(parts: &super::whole::Parts<'_>) -> Result<String, Error> {
+    render_parts(
+        &parts.meta.unit,
+        parts.schema,
+        parts.batches,
+        parts.completion,
+        parts.attached,
+    )
 }
 
 fn plural(n: usize, what: &str) -> String {
