@@ -1,7 +1,9 @@
 // How fast the web page shows an archive, in headless Chromium (Debian's package, driven by
 // playwright-core: `benches/tools.sh web`): the time from navigation to a rendered first page of
 // search hits, and to a rendered transcript of 2,000 records (its first page of 500 messages,
-// then all of it through **More**). Each figure is the median of --runs fresh navigations.
+// then all of it through **More**), and to a dashboard with every panel rendered over every day of
+// the archive's usage (--since/--until narrow it), with each panel's own request time (they are
+// asked at once; none waits on another). Each figure is the median of --runs fresh navigations.
 //
 //   node benches/web_page.cjs --modules "$(benches/tools.sh web)" --quarry target/release/quarry \
 //       --archive /tmp/quarry-compare-1/archive.db [--runs 5]
@@ -87,7 +89,13 @@ async function main() {
     await fresh.close();
     return marks;
   };
-  const search = [], firstPage = [], whole = [];
+  const search = [], firstPage = [], whole = [], dashboard = [], panelTimes = {};
+  const [first, last] = execFileSync("sqlite3", [args.archive,
+    "SELECT date(min(occurred_at_ms) / 1000, 'unixepoch'), date(max(occurred_at_ms) / 1000, 'unixepoch') FROM usage"],
+  { encoding: "utf8" }).trim().split("|");
+  const since = args.since || first;
+  const until = args.until || last;
+  const dashboardUrl = "/#/dashboard?" + new URLSearchParams({ since, until, tz: "UTC" });
   for (let i = 0; i <= runs; i++) {
     const s = await timed("/#/search?q=" + encodeURIComponent(phrase), async (p, t0) => {
       await p.waitForSelector("#hit-list li", { timeout: 120000 });
@@ -105,14 +113,33 @@ async function main() {
       }
       return [first, Date.now() - t0];
     });
+    const [d, panels] = await timed(dashboardUrl, async (p, t0) => {
+      await p.waitForFunction(() => {
+        const ps = [...document.querySelectorAll(".dash-panel")];
+        return ps.length > 0 && ps.every((x) => x.dataset.rendered === "true");
+      }, null, { timeout: 300000 });
+      const all = Date.now() - t0;
+      const failed = await p.$$eval(".dash-panel .error-box", (e) => e.map((x) => x.textContent));
+      if (failed.length) throw new Error("a panel failed: " + failed.join("; "));
+      // Each panel's request: when it started and how long it took (the page's resource timing).
+      const entries = await p.evaluate(() => performance.getEntriesByType("resource")
+        .filter((e) => e.name.includes("/api/dashboard/"))
+        .map((e) => ({ panel: new URL(e.name).pathname.split("/").pop(), start: e.startTime, took: e.duration })));
+      return [all, entries];
+    });
     if (i === 0) continue; // the warm-up
-    search.push(s); firstPage.push(f); whole.push(w);
+    search.push(s); firstPage.push(f); whole.push(w); dashboard.push(d);
+    for (const e of panels) (panelTimes[e.panel] = panelTimes[e.panel] || []).push([e.start, e.took]);
   }
   const rows = Number(execFileSync("sqlite3", [args.archive, "SELECT count(*) FROM messages"], { encoding: "utf8" }));
   console.log(`archive: ${rows.toLocaleString("en")} messages, fresh snapshot; ${runs} runs after a warm-up, medians`);
   console.log(`navigation to a rendered first page of search hits ("${phrase}"): ${median(search)} ms (min ${Math.min(...search)}, max ${Math.max(...search)})`);
   console.log(`navigation to the first 500 messages of a 2,000-record transcript: ${median(firstPage)} ms`);
   console.log(`navigation to all 2,000 messages rendered (four pages): ${median(whole)} ms (min ${Math.min(...whole)}, max ${Math.max(...whole)})`);
+  console.log(`navigation to a dashboard with all ${Object.keys(panelTimes).length} panels rendered (${since} through ${until}, UTC): ${median(dashboard)} ms (min ${Math.min(...dashboard)}, max ${Math.max(...dashboard)})`);
+  for (const [panel, times] of Object.entries(panelTimes)) {
+    console.log(`  ${panel}: asked at ${Math.round(median(times.map((t) => t[0])))} ms, answered in ${Math.round(median(times.map((t) => t[1])))} ms`);
+  }
   await browser.close();
   server.kill("SIGTERM");
   fs.rmSync(work, { recursive: true, force: true });

@@ -19,7 +19,8 @@ pub struct Cli {
     pub archive: Option<PathBuf>,
 
     /// Output format: table (people; the default), json (the envelope), ndjson, csv, yaml,
-    /// arrow (IPC file) or parquet. With -o the file's extension chooses, unless this is given.
+    /// html (one self-contained document; a report's dashboards), arrow (IPC file) or parquet.
+    /// With -o the file's extension chooses, unless this is given.
     #[arg(long, global = true, value_name = "FORMAT", value_parser = format_parser())]
     pub format: Option<Format>,
 

@@ -34,7 +34,7 @@ pub(crate) fn failure(query: &str, e: Error, json: bool) -> Failure {
 }
 
 /// The format of a query's answer: `--format`, else the extension of `-o FILE`, else table.
-fn answer_format(cli: &Cli, path: Option<&std::path::Path>) -> Result<Format, Failure> {
+pub(crate) fn answer_format(cli: &Cli, path: Option<&std::path::Path>) -> Result<Format, Failure> {
     Ok(match (cli.format, path) {
         (Some(f), Some(path)) => match Format::for_path(path) {
             Some(named) if named != f => {

@@ -65,7 +65,11 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
         emit(&format!("{note}{}\n", request.query()));
         return Ok(());
     }
-    let format = cli.format();
+    let html_path = match cli.output.as_deref() {
+        Some(target) => Some(quarry::output::output_path(target).map_err(Failure::usage)?),
+        None => None,
+    };
+    let format = crate::query::answer_format(cli, html_path.as_deref())?;
     if !args.no_refresh {
         if scope_of(cli)?.is_admin() {
             refresh(cli)?;
@@ -73,6 +77,25 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
             // Reading transcripts into the archive is the admin scope's (`quarry ingest`).
             eprintln!("note: a reader scope reports the archive as it is, without refreshing it");
         }
+    }
+    if format == Format::Html {
+        let document = html_report(cli, &request)?;
+        return match html_path {
+            Some(path) => {
+                let mut destination =
+                    quarry::output::Destination::file(&path).map_err(Failure::runtime)?;
+                destination
+                    .write_text(&document)
+                    .map_err(Failure::runtime)?;
+                destination.commit().map_err(Failure::runtime)?;
+                eprintln!("wrote the {} report (html) to {}", kind.name(), path.display());
+                Ok(())
+            }
+            None => {
+                emit(&document);
+                Ok(())
+            }
+        };
     }
     if cli.output.is_some() || matches!(format, Format::Arrow | Format::Parquet | Format::SqlJson) {
         if kind == Kind::Blocks {
@@ -92,13 +115,15 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
     let quarry = Quarry::open(&options).map_err(by_class)?;
     let text = if kind == Kind::Blocks {
         let now = now_ms();
-        let report = block_on(blocks::run(&quarry, &request, now))
+        let report = block_on(async { blocks::run(&quarry.default_session().await?, &request, now).await })
             .and_then(|r| r)
             .map_err(by_class)?;
         let unpriced = quarry.take_unpriced();
         render_blocks(&report, format, &zone, &unpriced)?
     } else {
-        let report = block_on(quarry::report::run(&quarry, &request))
+        let report = block_on(async {
+            quarry::report::run(&quarry.default_session().await?, &request).await
+        })
             .and_then(|r| r)
             .map_err(by_class)?;
         let unpriced = quarry.take_unpriced();
@@ -106,6 +131,63 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
     };
     emit(&text);
     Ok(())
+}
+
+/// The report of `request` as one self-contained HTML document: the report itself as the first
+/// panel (its rows, totals and charts), then the dashboard's other panels over the same days
+/// and zone, run at once.
+fn html_report(cli: &Cli, request: &Request) -> Result<String, Failure> {
+    use quarry::dashboard::{self, PanelId, Range};
+    let options = options(cli)?;
+    let zone = options.tz.clone().unwrap_or_else(|| "local".into());
+    let quarry = Quarry::open(&options).map_err(by_class)?;
+    let range = Range {
+        since: request.since,
+        until: request.until,
+    };
+    let kind = request.kind;
+    let by = request.by.map(|b| format!(" by {}", b.name())).unwrap_or_default();
+    let heading = format!("quarry report {}{by}", kind.name());
+    let panels = block_on(async {
+        let session = quarry.default_session().await?;
+        let first = if kind == Kind::Blocks {
+            dashboard::of_blocks(&blocks::run(&session, request, now_ms()).await?)
+        } else {
+            let report = quarry::report::run(&session, request).await?;
+            dashboard::of_report(&report, &format!("Tokens and cost, {}{by}", kind.name()), &range)
+        };
+        // The report is the first panel: the dashboard's own panel of it is left out.
+        let same = |p: &PanelId| match p {
+            PanelId::Usage => kind == Kind::Daily && request.by == Some(By::Model),
+            PanelId::Blocks => kind == Kind::Blocks,
+            _ => false,
+        };
+        let others: Vec<PanelId> = PanelId::ALL.into_iter().filter(|p| !same(p)).collect();
+        let mut panels = vec![first];
+        for panel in dashboard::panels(&session, &others, &range).await {
+            panels.push(panel?);
+        }
+        Ok::<_, quarry::Error>(panels)
+    })
+    .and_then(|p| p)
+    .map_err(by_class)?;
+    let unpriced = quarry.take_unpriced();
+    let days = match (request.since, request.until) {
+        (None, None) => String::from("every day in the archive"),
+        (since, until) => format!(
+            "{} through {}",
+            since.map_or("the first day".into(), |d| d.to_string()),
+            until.map_or("the last day".into(), |d| d.to_string())
+        ),
+    };
+    let mut lines = vec![
+        format!("{days}, days in {zone}; scope {}", quarry.scope().name()),
+        String::from(
+            "costs estimated at the prices in force when each response was billed (docs/cost.md); every number is exact over the archive's rows",
+        ),
+    ];
+    lines.extend(unpriced_lines(&unpriced).lines().map(String::from));
+    Ok(quarry::dashboard::html::document(&heading, &lines, &panels))
 }
 
 /// Now in epoch milliseconds (`QUARRY_NOW` when set, as the language's clock reads it).

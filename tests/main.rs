@@ -6,6 +6,7 @@ mod accounting;
 mod bad_input;
 mod catalog;
 mod cost;
+mod dashboard;
 mod differential;
 mod docs;
 mod engine;

@@ -20,6 +20,7 @@
 pub mod answer;
 pub mod api;
 pub mod audit;
+pub mod dashboard;
 mod engine;
 pub mod error;
 pub mod export;

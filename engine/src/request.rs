@@ -114,6 +114,9 @@ pub struct Request {
     pub paged: bool,
     /// The previous page's `next_cursor` (a query of the language; it pages).
     pub cursor: Option<String>,
+    /// The zone of its day boundaries and time buckets (`UTC`, `+02:00`, `Europe/Warsaw`);
+    /// `None`: the session's.
+    pub tz: Option<String>,
 }
 
 impl Request {
@@ -126,6 +129,7 @@ impl Request {
             timeout: None,
             paged: false,
             cursor: None,
+            tz: None,
         }
     }
 
@@ -146,6 +150,12 @@ impl Request {
     /// The same request with a time limit (`None`: none).
     pub fn with_timeout(mut self, timeout: Option<std::time::Duration>) -> Request {
         self.timeout = timeout;
+        self
+    }
+
+    /// The same request with its days and time buckets in `tz` (`None`: the session's zone).
+    pub fn in_zone(mut self, tz: Option<String>) -> Request {
+        self.tz = tz;
         self
     }
 

@@ -194,6 +194,24 @@ impl Service {
         within(deadline, quarry::read::read(&session, request)).await
     }
 
+    /// Runs one dashboard panel for `asker` over `range`, its days and buckets in `tz` (the
+    /// engine's zone when `None`), within the server's time limit, holding a query slot as a
+    /// query does; the panel's query is audited by the engine.
+    pub async fn panel(
+        &self,
+        asker: &Asker,
+        id: quarry::dashboard::PanelId,
+        range: &quarry::dashboard::Range,
+        tz: Option<&str>,
+    ) -> Result<quarry::dashboard::Panel, Error> {
+        let deadline = self.deadline(None);
+        let (_slot, session) = self
+            .open(asker, deadline, "dashboard", &id.query(range))
+            .await?;
+        let session = session.in_zone(tz)?;
+        within(deadline, quarry::dashboard::panel(&session, id, range)).await
+    }
+
     /// A query slot and a session under `asker`'s scope, both within `deadline`; a failure is
     /// recorded as a refused request of `kind` about `text`.
     async fn open(

@@ -86,7 +86,8 @@ function errorView(e, onCorrection) {
   return out;
 }
 
-// The route: #/sessions, #/search?q=…, #/session/ID[/MESSAGE], #/console.
+// The route: #/sessions, #/search?q=…, #/session/ID[/MESSAGE], #/dashboard?since=…&until=…&tz=…,
+// #/console[?q=…&tz=…].
 // Each part is decoded on its own: ids hold slashes (`…/agent-a1`), encoded in links.
 function route() {
   const hash = location.hash.slice(1) || "/sessions";
@@ -160,7 +161,8 @@ function render() {
   const view = $("#view");
   if (r.name === "search") return searchView(view, r.params);
   if (r.name === "session" && r.rest[0]) return transcriptView(view, r.rest[0], r.rest[1]);
-  if (r.name === "console") return consoleView(view);
+  if (r.name === "dashboard") return dashboardView(view, r.params);
+  if (r.name === "console") return consoleView(view, r.params);
   return sessionsView(view, r.params);
 }
 
@@ -400,13 +402,93 @@ function transcriptView(view, id, focus) {
   page(null, body, true);
 }
 
+// --- Dashboard ------------------------------------------------------------------------------
+
+const BROWSER_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+
+// A day as YYYY-MM-DD, in the browser's zone.
+function isoDay(d) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate());
+}
+
+// A table cell as a person reads it: whole numbers with separators, others to 4 decimals.
+function cell(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "number") return Number.isInteger(v) ? v.toLocaleString("en-US") : String(Number(v.toFixed(4)));
+  return typeof v === "object" ? JSON.stringify(v) : String(v);
+}
+
+// The server's SVG (texts escaped there) as a node of this document.
+function svgNode(text) {
+  const parsed = new DOMParser().parseFromString(text, "text/html");
+  const svg = parsed.body.firstElementChild;
+  return svg ? document.importNode(svg, true) : null;
+}
+
+function panelView(p, tz) {
+  return [
+    p.figures.length ? h("div", { class: "figures" }, p.figures.map((f) => h("div", {
+      class: "figure", id: p.id + "-" + f.id, "data-value": JSON.stringify(f.value) },
+    h("b", { text: f.text }), f.label))) : null,
+    // On a narrow screen a chart keeps a readable size and scrolls sideways within its panel.
+    p.charts.map((c) => h("div", { class: "chart-wrap" }, svgNode(c.svg))),
+    p.note && h("p", { class: "meta", text: p.note }),
+    h("details", { class: "panel-table" }, h("summary", {}, "Table (" + p.rows.length + " rows)"),
+      h("div", { class: "table-wrap" }, h("table", {},
+        h("thead", {}, h("tr", {}, p.columns.map((c) => h("th", { text: c })))),
+        h("tbody", {}, p.rows.map((row) => h("tr", {}, row.map((v) => h("td", {
+          class: typeof v === "number" ? "n" : null, text: cell(v) })))))))),
+    h("div", { class: "row query-row" }, h("code", { class: "query", text: p.query }),
+      h("button", { type: "button", class: "plain open-console",
+        onclick: () => go("#/console?" + qs({ q: p.query, tz })) }, "Open in console")),
+  ];
+}
+
+function dashboardView(view, params) {
+  const until = params.get("until") || isoDay(new Date());
+  const since = params.get("since") || isoDay(new Date(Date.parse(until + "T12:00:00") - 29 * 86400000));
+  const tz = params.get("tz") || BROWSER_ZONE;
+  const inputs = {
+    since: h("input", { name: "since", type: "date", value: since, required: true }),
+    until: h("input", { name: "until", type: "date", value: until, required: true }),
+    tz: h("input", { name: "tz", type: "text", value: tz, list: "zones", required: true }),
+  };
+  const form = h("form", { class: "filters", id: "dashboard-form" },
+    h("label", {}, "From", inputs.since), h("label", {}, "Through", inputs.until),
+    h("label", {}, "Zone", inputs.tz),
+    h("datalist", { id: "zones" }, [...new Set([BROWSER_ZONE, "UTC", "local"])].map((z) => h("option", { value: z }))),
+    h("button", { type: "submit" }, "Apply"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    go("#/dashboard?" + qs({ since: inputs.since.value, until: inputs.until.value, tz: inputs.tz.value.trim() }));
+  });
+  const grid = h("div", { class: "dashboard", id: "dashboard" });
+  view.replaceChildren(h("h1", {}, "Dashboard"), form,
+    h("p", { class: "meta", text: "Every number is exact over the rows your scope sees, " + since + " through " + until +
+      ", days in " + tz + ". Each panel shows the query it ran." }), grid);
+  loader(grid, async () => {
+    const list = await api("/api/dashboard");
+    return list.panels.map((panel) => {
+      const body = h("div", {});
+      const box = h("section", { class: "dash-panel", id: "panel-" + panel.id }, h("h2", { text: panel.title }), body);
+      // Every panel asks on its own: none waits on another.
+      loader(body, async () => panelView(await api("/api/dashboard/" + panel.id + "?" + qs({ since, until, tz })), tz))
+        .then(() => { box.dataset.rendered = "true"; });
+      return box;
+    });
+  });
+}
+
 // --- Console --------------------------------------------------------------------------------
 
 const EXPORTS = [["CSV", "text/csv", "csv"], ["Parquet", "application/vnd.apache.parquet", "parquet"],
   ["Arrow", "application/vnd.apache.arrow.stream", "arrows"]];
 
-function consoleView(view) {
-  const text = h("textarea", { id: "console-text", spellcheck: "false" }, "messages | group by role | agg count");
+function consoleView(view, params) {
+  const text = h("textarea", { id: "console-text", spellcheck: "false" }, params.get("q") || "messages | group by role | agg count");
+  // A query opened from a dashboard panel runs in that panel's zone.
+  const tz = params.get("tz") || null;
   const help = h("details", { class: "meta" }, h("summary", {}, "Help"),
     h("p", {}, "The quarry language: UNIT where PREDICATES | stages, e.g. ",
       h("code", { text: "messages where role:assistant | group by session.repo | agg count, p90:word_count" }),
@@ -417,7 +499,7 @@ function consoleView(view) {
   const out = h("div", { id: "console-out" });
   const request = (limit, cursor, offset) => language.value === "sql"
     ? { path: "/api/query", body: { sql: text.value, limit, offset } }
-    : { path: "/api/query-units", body: { expression: text.value, limit, cursor } };
+    : { path: "/api/query-units", body: { expression: text.value, limit, cursor, tz: tz || undefined } };
   const run = (cursor, offset) => loader(out, async () => {
     let answer;
     try {
@@ -441,7 +523,8 @@ function consoleView(view) {
   const exportLinks = h("div", { class: "row" }, h("span", { class: "meta", text: "Export the whole answer:" }),
     EXPORTS.map(([label, accept, ext]) => h("button", { type: "button", class: "plain",
       onclick: () => download(request(null, null, 0), accept, "quarry-answer." + ext) }, label)));
-  view.replaceChildren(h("h1", {}, "Console"),
+  const zoneNote = tz ? h("p", { class: "meta", id: "console-zone", text: "Days and time buckets in " + tz + "." }) : "";
+  view.replaceChildren(h("h1", {}, "Console"), zoneNote,
     h("div", { class: "row" }, language, h("button", { type: "button", id: "console-run", onclick: () => run(null, 0) }, "Run")),
     text, help, exportLinks, out);
 }

@@ -177,23 +177,104 @@ async function main() {
   await page.waitForSelector("#no-hits");
   check((await page.$$("#hit-list li")).length === 0, `alice's page finds nothing for "${unique}"`);
 
+  // The dashboard: a range of days in a zone, every panel answered on its own; its totals are
+  // `quarry report`'s over the same days, zone and scope, and (tokens) SQLite's.
+  const zone = "Asia/Tokyo"; // +09:00 all year: SQLite can shift by it
+  const dayOf = `date(u.occurred_at_ms / 1000 + 9 * 3600, 'unixepoch')`;
+  const aliceDays = rows(`SELECT DISTINCT ${dayOf} AS day FROM usage u JOIN sessions s USING (session_id)
+    WHERE s.owner = 'alice' ORDER BY day`).map((r) => r.day);
+  check(aliceDays.length >= 3, `alice's usage spans ${aliceDays.length} days`);
+  // From the archive's first day (bob's) through a middle one of hers: some of her usage falls outside.
+  const [{ since }] = rows(`SELECT min(${dayOf}) AS since FROM usage u`);
+  const until = aliceDays[Math.floor(aliceDays.length / 2)];
+  const report = (scope) => JSON.parse(quarry("--scope", scope, "--tz", zone, "--format", "json", "report", "daily",
+    "--since", since, "--until", until, "--no-refresh")).totals;
+  const cents = (x) => Math.round(Number(x) * 100);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  const dashboardUrl = "/#/dashboard?" + new URLSearchParams({ since, until, tz: zone });
+  const dashboardStart = Date.now();
+  await page.goto(base + dashboardUrl);
+  await page.waitForSelector(".dash-panel");
+  await page.waitForFunction(() => [...document.querySelectorAll(".dash-panel")].every((p) => p.dataset.rendered === "true"),
+    null, { timeout: 60000 });
+  const panels = await page.$$eval(".dash-panel", (ps) => ps.map((p) => ({ id: p.id, charts: p.querySelectorAll("svg.chart").length,
+    error: !!p.querySelector(".error-box"), query: (p.querySelector("code.query") || {}).textContent })));
+  check(panels.length === 9 && panels.every((p) => !p.error && p.charts > 0 && p.query),
+    `all 9 panels rendered with a chart and their query, in ${Date.now() - dashboardStart} ms: ${panels.map((p) => p.id).join(", ")}`);
+  const figure = (id) => page.$eval(id, (f) => JSON.parse(f.dataset.value));
+  const pageTokens = await figure("#usage-total-tokens");
+  const pageCost = await figure("#usage-total-cost");
+  const aliceReport = report("alice");
+  check(pageTokens === aliceReport.total_tokens && pageTokens > 0,
+    `the dashboard's tokens (${pageTokens}) are alice's report's over ${since}..${until} in ${zone}`);
+  check(cents(pageCost) === cents(aliceReport.cost_usd), `the dashboard's cost ($${pageCost}) is her report's to the cent`);
+  const [{ outside }] = rows(`SELECT count(*) AS outside FROM usage u JOIN sessions s USING (session_id)
+    WHERE s.owner = 'alice' AND ${dayOf} > '${until}'`);
+  check(outside > 0, `${outside} of alice's responses fall after the range, so the range matters`);
+  const adminReport = report("admin");
+  check(adminReport.total_tokens > pageTokens, `the admin's report over the same days counts more (${adminReport.total_tokens}): the page shows alice's only`);
+  const adminPanel = await apiAs(adminToken, "/api/dashboard/usage?" + new URLSearchParams({ since, until, tz: zone }));
+  const adminTokens = adminPanel.figures.find((f) => f.id === "total-tokens").value;
+  const [{ sqlite }] = rows(`SELECT sum(u.input_tokens + u.output_tokens + u.cache_write_tokens + u.cache_read_tokens) AS sqlite
+    FROM usage u WHERE ${dayOf} BETWEEN '${since}' AND '${until}'`);
+  check(adminTokens === adminReport.total_tokens && adminTokens === sqlite,
+    `the admin's dashboard tokens (${adminTokens}) equal the admin's report and SQLite's sum in ${zone}`);
+  // A panel's numbers are its query's answer: the same query in the console, in the same zone.
+  const panelRows = await page.$$eval("#panel-sessions-by-origin tbody tr", (r) => r.length);
+  await page.click("#panel-sessions-by-origin .open-console");
+  await page.waitForSelector("#console-zone");
+  const consoleQuery = await page.$eval("#console-text", (t) => t.value);
+  check(consoleQuery === panels.find((p) => p.id === "panel-sessions-by-origin").query, `the panel's query opens in the console: ${consoleQuery}`);
+  await page.click("#console-run");
+  await page.waitForSelector("#console-table");
+  const consoleRows = await page.$$eval("#console-table tbody tr", (r) => r.length);
+  const apiPanel = await apiAs(readerToken, "/api/dashboard/sessions-by-origin?" + new URLSearchParams({ since, until, tz: zone }));
+  const apiAnswer = await (await fetch(base + "/api/query-units", { method: "POST", headers: { Authorization: "Bearer " + readerToken,
+    "Content-Type": "application/json" }, body: JSON.stringify({ expression: consoleQuery, tz: zone }) })).json();
+  check(consoleRows === panelRows && JSON.stringify(apiAnswer.rows) === JSON.stringify(apiPanel.rows),
+    `the console answers the panel's query with the panel's rows (${consoleRows})`);
+
+  // The HTML report of the same days, zone and scope: one file, opened offline, the same totals.
+  const reportFile = path.join(work, "report.html");
+  quarry("--scope", "alice", "--tz", zone, "report", "daily", "--by", "model", "--since", since, "--until", until,
+    "--no-refresh", "-o", reportFile);
+  const html = fs.readFileSync(reportFile, "utf8");
+  const references = html.match(/(https?:|\/\/[a-z0-9.-]+\.[a-z]{2,}|\bsrc=|\bhref=|url\(|@import|<script|<link)/gi);
+  check(html.length > 1000 && references === null, `the HTML report (${html.length} bytes) refers to no other host or file`);
+  const offline = await browser.newContext({ viewport: { width: 1280, height: 900 }, offline: true });
+  const reportPage = await offline.newPage();
+  const reportRequests = [];
+  reportPage.on("request", (r) => reportRequests.push(r.url()));
+  await reportPage.goto("file://" + reportFile);
+  const fileTokens = await reportPage.$eval("#usage-total-tokens", (f) => JSON.parse(f.dataset.value));
+  const fileCost = await reportPage.$eval("#usage-total-cost", (f) => JSON.parse(f.dataset.value));
+  const fileCharts = await reportPage.$$eval("svg.chart", (s) => s.length);
+  check(fileTokens === pageTokens && cents(fileCost) === cents(pageCost) && fileCharts >= 9,
+    `the report opened offline shows the dashboard's totals (${fileTokens} tokens, $${fileCost}) and ${fileCharts} charts`);
+  check(reportRequests.every((u) => u.startsWith("file://")), `the report asked for nothing but itself (${reportRequests.length})`);
+  if (args.screenshots) {
+    await reportPage.screenshot({ path: path.join(args.screenshots, "report-1280.png"), fullPage: true });
+  }
+  await offline.close();
+
   // Layout: no horizontal scrolling of the page at 1280 and 390 pixels; screenshots on request.
   const pages = {
     sessions: "/#/sessions",
     search: "/#/search?q=" + encodeURIComponent(phrase),
     transcript: "/#/session/" + encodeURIComponent(delegated.parent),
     console: "/#/console",
+    dashboard: dashboardUrl,
   };
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: 900 });
     for (const [name, url] of Object.entries(pages)) {
       await page.goto(base + url);
-      await page.waitForFunction(() => !document.querySelector(".loading"), null, { timeout: 20000 });
+      await page.waitForFunction(() => !document.querySelector(".loading"), null, { timeout: 60000 });
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       check(overflow <= 0, `${name} at ${width} px scrolls no wider than the window (${overflow})`);
       if (args.screenshots) {
         fs.mkdirSync(args.screenshots, { recursive: true });
-        await page.screenshot({ path: path.join(args.screenshots, `${name}-${width}.png`) });
+        await page.screenshot({ path: path.join(args.screenshots, `${name}-${width}.png`), fullPage: name === "dashboard" });
       }
     }
   }

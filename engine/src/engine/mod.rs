@@ -333,6 +333,21 @@ impl Session {
         })
     }
 
+    /// The same session with its day boundaries and time buckets in `tz` (`UTC`, `local`, an
+    /// offset like `+02:00` or an IANA name like `Europe/Warsaw`); `None` keeps the engine's
+    /// zone. A zone it cannot read is [`Error::BadRequest`].
+    pub fn in_zone(mut self, tz: Option<&str>) -> Result<Session, Error> {
+        if let Some(tz) = tz {
+            self.clock = Clock::from_env(Some(tz)).map_err(|e| Error::BadRequest(e.0))?;
+        }
+        Ok(self)
+    }
+
+    /// The zone its days and time buckets are read in, as `in_zone` takes it.
+    pub fn zone(&self) -> String {
+        self.clock.zone.to_string()
+    }
+
     /// The scope the session was opened with.
     pub fn scope(&self) -> &Scope {
         &self.scope
@@ -488,6 +503,23 @@ impl Session {
         request: &Request,
         deadline: Option<Deadline>,
     ) -> Result<QueryStream, Error> {
+        if let Some(tz) = &request.tz {
+            // The same view and context, another clock.
+            let zoned = Session {
+                engine: self.engine.clone(),
+                view: self.view.clone(),
+                ctx: self.ctx.clone(),
+                clock: self.clock,
+                scope: self.scope.clone(),
+                caller: self.caller.clone(),
+            }
+            .in_zone(Some(tz))?;
+            let request = Request {
+                tz: None,
+                ..request.clone()
+            };
+            return Box::pin(zoned.run_by(&request, deadline)).await;
+        }
         let mut ticket = self.intend(request.language, &request.text)?;
         if let Some(fault) = injected_fault() {
             let _ = ticket.finish(Outcome::Error(&fault.message()));

@@ -11,7 +11,7 @@
 use chrono::DateTime;
 
 use super::{Kind, Request, Sums};
-use crate::api::Quarry;
+use crate::api::Session;
 use crate::error::Error;
 
 /// The length of a window.
@@ -94,16 +94,20 @@ pub fn group(entries: &[Entry], now_ms: i64) -> Vec<Block> {
     blocks
 }
 
-/// Runs the `blocks` report of `request` (its range) on `quarry`, with `now_ms` deciding the
-/// active window.
-pub async fn run(quarry: &Quarry, request: &Request, now_ms: i64) -> Result<BlocksReport, Error> {
+/// Runs the `blocks` report of `request` (its range) in `session` (its scope and zone), with
+/// `now_ms` deciding the active window.
+pub async fn run(
+    session: &Session,
+    request: &Request,
+    now_ms: i64,
+) -> Result<BlocksReport, Error> {
     let request = Request {
         kind: Kind::Blocks,
         by: None,
         ..request.clone()
     };
     let query = request.query();
-    let entries = super::usage_entries(quarry, &query).await?;
+    let entries = super::usage_entries(session, &query).await?;
     let blocks = group(&entries, now_ms);
     let mut totals = Sums::default();
     for b in &blocks {

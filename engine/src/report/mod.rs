@@ -11,7 +11,7 @@ mod rows;
 
 use chrono::NaiveDate;
 
-use crate::api::Quarry;
+use crate::api::Session;
 
 use crate::error::Error;
 
@@ -231,15 +231,18 @@ pub struct Report {
     pub totals: Sums,
 }
 
-/// Runs `request` on `quarry` (any kind but [`Kind::Blocks`], which [`blocks::run`] answers).
-pub async fn run(quarry: &Quarry, request: &Request) -> Result<Report, Error> {
-    rows::run(quarry, request).await
+/// Runs `request` in `session`, under its scope and in its zone (any kind but
+/// [`Kind::Blocks`], which [`blocks::run`] answers).
+pub async fn run(session: &Session, request: &Request) -> Result<Report, Error> {
+    rows::run(session, request).await
 }
 
 /// The priced usage rows of `query` (a `blocks` query), in time order.
-async fn usage_entries(quarry: &Quarry, query: &str) -> Result<Vec<blocks::Entry>, Error> {
-    let result = quarry
-        .query_collect(query, crate::request::Caps::default())
+async fn usage_entries(session: &Session, query: &str) -> Result<Vec<blocks::Entry>, Error> {
+    let result = session
+        .query(query, crate::request::Caps::default())
+        .await?
+        .collect()
         .await?;
     rows::usage_rows(&result.batches)
 }

@@ -6,14 +6,14 @@ use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 
 use super::{Kind, Report, Request, Row, Sums, blocks};
-use crate::api::Quarry;
+use crate::api::Session;
 use crate::error::Error;
 use crate::request::Caps;
 
 /// [`super::run`] with the engine.
-pub(super) async fn run(quarry: &Quarry, request: &Request) -> Result<Report, Error> {
+pub(super) async fn run(session: &Session, request: &Request) -> Result<Report, Error> {
     let query = request.query();
-    let result = quarry.query_collect(&query, Caps::default()).await?;
+    let result = session.query(&query, Caps::default()).await?.collect().await?;
     // The key columns come first, then one column per metric of the query.
     let key_count = result.schema.fields().len() - super::METRICS.split(", ").count();
     let key_names: Vec<String> = result.schema.fields()[..key_count]

@@ -8,6 +8,7 @@
 //! | `GET\|POST /api/query-units` | the language: `expression=` (or `{"expression": ...}`), answered as the envelope |
 //! | `GET /api/explain` | how `expression=` parses (`plan=true`: DataFusion's plans, admin scope) |
 //! | `GET /api/tables` | the caller's catalog: the tables and columns its scope may query |
+//! | `GET /api/dashboard[/{panel}]` | the dashboards' panels; one panel over `since`, `until` and `tz` (its query, rows, SVG charts, figures) |
 //! | `GET /healthz` | liveness, no token needed |
 //!
 //! Every `/api/` request carries `Authorization: Bearer TOKEN`; the tokens file maps the
@@ -19,6 +20,7 @@
 //! (docs/server.md has the table).
 
 mod auth;
+mod dashboard;
 mod stream;
 mod web;
 
@@ -194,6 +196,8 @@ fn router(app: Arc<App>, max_body: usize) -> Router {
         .route("/api/refs/resolve", get(resolve_get))
         .route("/api/explain", get(explain))
         .route("/api/tables", get(tables))
+        .route("/api/dashboard", get(dashboard::list))
+        .route("/api/dashboard/{panel}", get(dashboard::panel))
         .route("/api/session", get(web::whoami).delete(web::sign_out))
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),
@@ -390,13 +394,15 @@ struct UnitsParams {
     /// The previous page's `next_cursor`.
     cursor: Option<String>,
     timeout_ms: Option<u64>,
+    /// The zone of its days and time buckets; the server's otherwise.
+    tz: Option<String>,
 }
 
 impl From<UnitsParams> for Ask {
     fn from(p: UnitsParams) -> Self {
         let mut request = ask(Ask::query(p.expression), p.limit, p.offset, p.timeout_ms);
         request.cursor = p.cursor;
-        request
+        request.in_zone(p.tz)
     }
 }
 
@@ -610,7 +616,7 @@ async fn not_found(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
 ) -> Response {
     let e = Error::NotFound(
-        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/facets, /api/read, /api/refs/resolve, /api/explain, /api/tables, /healthz"
+        "no such endpoint: see /api/query, /api/query-units, /api/search, /api/facets, /api/read, /api/refs/resolve, /api/explain, /api/tables, /api/dashboard, /healthz"
             .into(),
     );
     app.service
