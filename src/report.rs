@@ -88,7 +88,11 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
                     .write_text(&document)
                     .map_err(Failure::runtime)?;
                 destination.commit().map_err(Failure::runtime)?;
-                eprintln!("wrote the {} report (html) to {}", kind.name(), path.display());
+                eprintln!(
+                    "wrote the {} report (html) to {}",
+                    kind.name(),
+                    path.display()
+                );
                 Ok(())
             }
             None => {
@@ -115,17 +119,18 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
     let quarry = Quarry::open(&options).map_err(by_class)?;
     let text = if kind == Kind::Blocks {
         let now = now_ms();
-        let report = block_on(async { blocks::run(&quarry.default_session().await?, &request, now).await })
-            .and_then(|r| r)
-            .map_err(by_class)?;
+        let report =
+            block_on(async { blocks::run(&quarry.default_session().await?, &request, now).await })
+                .and_then(|r| r)
+                .map_err(by_class)?;
         let unpriced = quarry.take_unpriced();
         render_blocks(&report, format, &zone, &unpriced)?
     } else {
         let report = block_on(async {
             quarry::report::run(&quarry.default_session().await?, &request).await
         })
-            .and_then(|r| r)
-            .map_err(by_class)?;
+        .and_then(|r| r)
+        .map_err(by_class)?;
         let unpriced = quarry.take_unpriced();
         render(&report, format, &zone, &unpriced)?
     };
@@ -146,7 +151,10 @@ fn html_report(cli: &Cli, request: &Request) -> Result<String, Failure> {
         until: request.until,
     };
     let kind = request.kind;
-    let by = request.by.map(|b| format!(" by {}", b.name())).unwrap_or_default();
+    let by = request
+        .by
+        .map(|b| format!(" by {}", b.name()))
+        .unwrap_or_default();
     let heading = format!("quarry report {}{by}", kind.name());
     let panels = block_on(async {
         let session = quarry.default_session().await?;
@@ -154,7 +162,11 @@ fn html_report(cli: &Cli, request: &Request) -> Result<String, Failure> {
             dashboard::of_blocks(&blocks::run(&session, request, now_ms()).await?)
         } else {
             let report = quarry::report::run(&session, request).await?;
-            dashboard::of_report(&report, &format!("Tokens and cost, {}{by}", kind.name()), &range)
+            dashboard::of_report(
+                &report,
+                &format!("Tokens and cost, {}{by}", kind.name()),
+                &range,
+            )
         };
         // The report is the first panel: the dashboard's own panel of it is left out.
         let same = |p: &PanelId| match p {

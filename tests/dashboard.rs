@@ -231,7 +231,11 @@ fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
         "-o",
         file.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let html = std::fs::read_to_string(&file).unwrap();
     let report = crate::support::quarry_json(&[
         "--archive",
@@ -277,10 +281,17 @@ fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
         all.extend_from_slice(args);
         all.push("--no-refresh");
         let out = quarry(&all);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.starts_with("<!doctype html>"), "{args:?}");
-        assert!(text.contains(&format!("quarry report {}", args[1])), "{args:?}");
+        assert!(
+            text.contains(&format!("quarry report {}", args[1])),
+            "{args:?}"
+        );
     }
     // An answer of the language as HTML: a table, escaped.
     let out = quarry(&[
@@ -291,7 +302,10 @@ fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
         "html",
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && text.contains("<th>origin</th>"), "{text}");
+    assert!(
+        out.status.success() && text.contains("<th>origin</th>"),
+        "{text}"
+    );
     // A format and an extension that disagree are refused.
     let out = quarry(&[
         "--archive",

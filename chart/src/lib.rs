@@ -260,7 +260,9 @@ impl Chart {
             return out;
         }
         let legend = self.legend(w);
-        let legend_h = legend.last().map_or(0.0, |(_, line)| 16.0 * (*line as f64 + 1.0));
+        let legend_h = legend
+            .last()
+            .map_or(0.0, |(_, line)| 16.0 * (*line as f64 + 1.0));
         match self.orientation {
             Orientation::Columns => self.columns(&mut out, w, h, legend_h),
             Orientation::Rows => self.rows(&mut out, w, h, legend_h),
@@ -586,7 +588,10 @@ mod tests {
         let t = Unit::Millis.ticks(280_000.0);
         let top = *t.last().unwrap();
         let texts: Vec<String> = t.iter().map(|v| Unit::Millis.axis_text(*v, top)).collect();
-        assert_eq!(texts, ["0 min", "1 min", "2 min", "3 min", "4 min", "5 min"]);
+        assert_eq!(
+            texts,
+            ["0 min", "1 min", "2 min", "3 min", "4 min", "5 min"]
+        );
         assert_eq!(Unit::Millis.axis_text(500.0, 800.0), "500 ms");
         assert_eq!(Unit::Count.axis_text(1500.0, 2000.0), "1.5k");
     }

@@ -633,7 +633,9 @@ fn insert_session(
             t.started_at_ms,
             t.completed_at_ms,
             t.committed,
-            t.completed_at_ms.zip(t.started_at_ms).map(|(end, start)| end - start)
+            t.completed_at_ms
+                .zip(t.started_at_ms)
+                .map(|(end, start)| end - start)
         ])?;
     }
 

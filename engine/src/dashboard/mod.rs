@@ -362,9 +362,17 @@ fn drawn(
         }
         PanelId::Files | PanelId::Repos => {
             let (value, label, title) = if id == PanelId::Files {
-                (1, "calls", "Tool calls reading, writing or editing each file")
+                (
+                    1,
+                    "calls",
+                    "Tool calls reading, writing or editing each file",
+                )
             } else {
-                (2, "messages", "Messages of the sessions started in each repository")
+                (
+                    2,
+                    "messages",
+                    "Messages of the sessions started in each repository",
+                )
             };
             vec![draw(Chart {
                 title: title.into(),
@@ -570,7 +578,11 @@ pub fn of_blocks(report: &BlocksReport) -> Panel {
         .collect();
     let label = |ms: i64| {
         let t = blocks::utc(ms);
-        format!("{} {}", t.get(5..10).unwrap_or(""), t.get(11..16).unwrap_or(""))
+        format!(
+            "{} {}",
+            t.get(5..10).unwrap_or(""),
+            t.get(11..16).unwrap_or("")
+        )
     };
     let chart = Chart {
         title: "Tokens per 5-hour window (UTC)".into(),

@@ -122,7 +122,10 @@ fn a_report_panel_sums_its_rows_and_says_what_it_ran() {
     assert_eq!(figure("total-cost").text, "$0.50");
     assert_eq!(panel.rows[1][panel.columns.len() - 1], Value::Null);
     assert_eq!(panel.charts.len(), 2);
-    assert!(panel.charts[0].svg.contains("2026-03-03"), "every day drawn");
+    assert!(
+        panel.charts[0].svg.contains("2026-03-03"),
+        "every day drawn"
+    );
     let doc = html::document("r", &[], &[panel]);
     assert!(doc.contains("id=\"usage-total-tokens\" data-value=\"32\""));
     assert!(!doc.contains("http") && !doc.contains("<script") && !doc.contains("src="));

@@ -79,7 +79,11 @@ pub fn table(columns: &[String], rows: &[Vec<serde_json::Value>]) -> String {
     for row in rows {
         out.push_str("<tr>");
         for value in row {
-            let class = if value.is_number() { " class=\"n\"" } else { "" };
+            let class = if value.is_number() {
+                " class=\"n\""
+            } else {
+                ""
+            };
             out.push_str(&format!("<td{class}>{}</td>", escape(&cell_text(value))));
         }
         out.push_str("</tr>");
@@ -145,7 +149,10 @@ mod tests {
         assert_eq!(cell_text(&serde_json::Value::Null), "");
         let t = table(
             &["a<b".into()],
-            &[vec![serde_json::json!("<script>")], vec![serde_json::json!(3)]],
+            &[
+                vec![serde_json::json!("<script>")],
+                vec![serde_json::json!(3)],
+            ],
         );
         assert!(t.contains("a&lt;b") && t.contains("&lt;script&gt;") && !t.contains("<script>"));
         assert!(t.contains("<td class=\"n\">3</td>"));

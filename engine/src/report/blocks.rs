@@ -96,11 +96,7 @@ pub fn group(entries: &[Entry], now_ms: i64) -> Vec<Block> {
 
 /// Runs the `blocks` report of `request` (its range) in `session` (its scope and zone), with
 /// `now_ms` deciding the active window.
-pub async fn run(
-    session: &Session,
-    request: &Request,
-    now_ms: i64,
-) -> Result<BlocksReport, Error> {
+pub async fn run(session: &Session, request: &Request, now_ms: i64) -> Result<BlocksReport, Error> {
     let request = Request {
         kind: Kind::Blocks,
         by: None,

@@ -13,7 +13,11 @@ use crate::request::Caps;
 /// [`super::run`] with the engine.
 pub(super) async fn run(session: &Session, request: &Request) -> Result<Report, Error> {
     let query = request.query();
-    let result = session.query(&query, Caps::default()).await?.collect().await?;
+    let result = session
+        .query(&query, Caps::default())
+        .await?
+        .collect()
+        .await?;
     // The key columns come first, then one column per metric of the query.
     let key_count = result.schema.fields().len() - super::METRICS.split(", ").count();
     let key_names: Vec<String> = result.schema.fields()[..key_count]

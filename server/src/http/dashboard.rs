@@ -88,11 +88,7 @@ pub(super) async fn panel(
         Ok(asked) => asked,
         Err(e) => return app.refuse(&asker, &target, e),
     };
-    match app
-        .service
-        .panel(&asker, id, &range, p.tz.as_deref())
-        .await
-    {
+    match app.service.panel(&asker, id, &range, p.tz.as_deref()).await {
         Ok(panel) => match serde_json::to_string(&panel) {
             Ok(body) => json_response(body),
             Err(e) => error_response(&Error::Internal(e.to_string()), None),
