@@ -2,8 +2,8 @@
 // playwright-core: `benches/tools.sh web`): the time from navigation to a rendered first page of
 // search hits, and to a rendered transcript of 2,000 records (its first page of 500 messages,
 // then all of it through **More**), and to a dashboard with every panel rendered over every day of
-// the archive's usage (--since/--until narrow it), with each panel's own request time (they are
-// asked at once; none waits on another). Each figure is the median of --runs fresh navigations.
+// the archive's usage (--since/--until narrow it), with when each panel was drawn (they come in
+// one streamed answer, each as soon as it is ready; none waits on another). Each figure is the median of --runs fresh navigations.
 //
 //   node benches/web_page.cjs --modules "$(benches/tools.sh web)" --quarry target/release/quarry \
 //       --archive /tmp/quarry-compare-1/archive.db [--runs 5]
@@ -121,10 +121,12 @@ async function main() {
       const all = Date.now() - t0;
       const failed = await p.$$eval(".dash-panel .error-box", (e) => e.map((x) => x.textContent));
       if (failed.length) throw new Error("a panel failed: " + failed.join("; "));
-      // Each panel's request: when it started and how long it took (the page's resource timing).
-      const entries = await p.evaluate(() => performance.getEntriesByType("resource")
-        .filter((e) => e.name.includes("/api/dashboard/"))
-        .map((e) => ({ panel: new URL(e.name).pathname.split("/").pop(), start: e.startTime, took: e.duration })));
+      // When the streamed answer was asked for, and when each panel was drawn (ms after navigation).
+      const entries = await p.evaluate(() => {
+        const asked = performance.getEntriesByType("resource").find((e) => e.name.includes("/api/dashboard/all"));
+        return [...document.querySelectorAll(".dash-panel")].map((x) => ({ panel: x.id.replace("panel-", ""),
+          start: asked ? asked.startTime : 0, took: Number(x.dataset.at) - (asked ? asked.startTime : 0) }));
+      });
       return [all, entries];
     });
     if (i === 0) continue; // the warm-up
@@ -138,7 +140,7 @@ async function main() {
   console.log(`navigation to all 2,000 messages rendered (four pages): ${median(whole)} ms (min ${Math.min(...whole)}, max ${Math.max(...whole)})`);
   console.log(`navigation to a dashboard with all ${Object.keys(panelTimes).length} panels rendered (${since} through ${until}, UTC): ${median(dashboard)} ms (min ${Math.min(...dashboard)}, max ${Math.max(...dashboard)})`);
   for (const [panel, times] of Object.entries(panelTimes)) {
-    console.log(`  ${panel}: asked at ${Math.round(median(times.map((t) => t[0])))} ms, answered in ${Math.round(median(times.map((t) => t[1])))} ms`);
+    console.log(`  ${panel}: asked at ${Math.round(median(times.map((t) => t[0])))} ms, drawn ${Math.round(median(times.map((t) => t[1])))} ms later`);
   }
   await browser.close();
   server.kill("SIGTERM");

@@ -75,6 +75,35 @@ fn each_panel_answers_under_the_callers_scope_in_the_zone_asked() {
         }
     }
 
+    // Every panel in one streamed answer: a line per panel, each equal to its own endpoint's.
+    let all = request(
+        "GET",
+        &format!("{}/api/dashboard/all?tz=UTC", server.base),
+        Some(&f.alice),
+        None,
+        None,
+    );
+    assert_eq!(all.status, 200);
+    assert!(
+        all.headers.contains("application/x-ndjson"),
+        "{}",
+        all.headers
+    );
+    let lines: BTreeMap<String, Value> = String::from_utf8(all.body)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (v["id"].as_str().unwrap().to_string(), v["panel"].clone())
+        })
+        .collect();
+    assert_eq!(lines.keys().cloned().collect::<Vec<_>>().len(), 9);
+    for name in &names {
+        let (_, one) = panel(&server, &f.alice, name, &[("tz", "UTC")]);
+        assert_eq!(lines[name]["rows"], one["rows"], "{name}");
+        assert_eq!(lines[name]["figures"], one["figures"], "{name}");
+    }
+
     // Busiest repositories: alice's sessions and messages by repository, as SQLite counts them.
     let (_, repos) = panel(&server, &f.alice, "repos", &[]);
     let got: BTreeMap<String, (i64, i64)> = repos["rows"]

@@ -212,6 +212,48 @@ impl Service {
         within(deadline, quarry::dashboard::panel(&session, id, range)).await
     }
 
+    /// Runs the dashboard panels `ids` for `asker` over `range`, days and buckets in `tz`, all
+    /// at once in one session and one query slot (one request), each within the server's time
+    /// limit: the stream yields each panel as soon as its answer is ready, in no fixed order,
+    /// so none waits on another. The panels' queries are audited by the engine.
+    pub async fn panels(
+        &self,
+        asker: &Asker,
+        ids: Vec<quarry::dashboard::PanelId>,
+        range: quarry::dashboard::Range,
+        tz: Option<&str>,
+    ) -> Result<
+        impl futures::Stream<
+            Item = (
+                quarry::dashboard::PanelId,
+                Result<quarry::dashboard::Panel, Error>,
+            ),
+        > + Send
+        + 'static,
+        Error,
+    > {
+        let deadline = self.deadline(None);
+        let (slot, session) = self
+            .open(asker, deadline, "dashboard", "every panel")
+            .await?;
+        let session = Arc::new(session.in_zone(tz)?);
+        let slot = Arc::new(slot);
+        let answers: futures::stream::FuturesUnordered<_> = ids
+            .into_iter()
+            .map(|id| {
+                let (session, slot) = (session.clone(), slot.clone());
+                async move {
+                    // Held until the last panel is answered.
+                    let _slot = slot;
+                    let answer =
+                        within(deadline, quarry::dashboard::panel(&session, id, &range)).await;
+                    (id, answer)
+                }
+            })
+            .collect();
+        Ok(answers)
+    }
+
     /// A query slot and a session under `asker`'s scope, both within `deadline`; a failure is
     /// recorded as a refused request of `kind` about `text`.
     async fn open(

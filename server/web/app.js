@@ -58,11 +58,16 @@ function money(x) {
   return x === null || x === undefined ? "" : "$" + Number(x).toFixed(2);
 }
 
+// `target`'s children become `nodes` (nested arrays flattened, null skipped).
+function show(target, nodes) {
+  target.replaceChildren(...[].concat(nodes).flat(Infinity).filter((n) => n !== null && n !== undefined));
+}
+
 // A panel part that loads on its own: a loading line, then what `fill` returns, or the error.
 function loader(target, fill) {
   target.replaceChildren(h("p", { class: "loading", text: "Loading…" }));
   return fill()
-    .then((nodes) => target.replaceChildren(...[].concat(nodes).flat(Infinity).filter((n) => n !== null && n !== undefined)))
+    .then((nodes) => show(target, nodes))
     .catch((e) => {
       if (e.status === 401) return signedOut();
       target.replaceChildren(errorView(e));
@@ -469,15 +474,61 @@ function dashboardView(view, params) {
       ", days in " + tz + ". Each panel shows the query it ran." }), grid);
   loader(grid, async () => {
     const list = await api("/api/dashboard");
-    return list.panels.map((panel) => {
-      const body = h("div", {});
+    const parts = {};
+    const boxes = list.panels.map((panel) => {
+      const body = h("div", {}, h("p", { class: "loading", text: "Loading…" }));
       const box = h("section", { class: "dash-panel", id: "panel-" + panel.id }, h("h2", { text: panel.title }), body);
-      // Every panel asks on its own: none waits on another.
-      loader(body, async () => panelView(await api("/api/dashboard/" + panel.id + "?" + qs({ since, until, tz })), tz))
-        .then(() => { box.dataset.rendered = "true"; });
+      parts[panel.id] = { body, box };
       return box;
     });
+    streamPanels({ since, until, tz }, parts);
+    return boxes;
   });
+}
+
+// Every panel in one streamed answer (a JSON line per panel, in the order they are ready), each
+// drawn as its line comes: none waits on another.
+async function streamPanels(params, parts) {
+  const done = (id, nodes) => {
+    const part = parts[id];
+    if (!part) return;
+    show(part.body, nodes);
+    part.box.dataset.rendered = "true";
+    part.box.dataset.at = String(Math.round(performance.now())); // ms after navigation (benches/web_page.cjs)
+  };
+  try {
+    const response = await fetch("/api/dashboard/all?" + qs(params), { headers: { Accept: "application/x-ndjson" } });
+    if (!response.ok) {
+      if (response.status === 401) return signedOut();
+      let body = null;
+      try { body = await response.json(); } catch (_) { /* not JSON */ }
+      const e = { body, message: response.statusText };
+      for (const id of Object.keys(parts)) done(id, errorView(e));
+      return;
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffered = "";
+    for (;;) {
+      const { value, done: ended } = await reader.read();
+      if (value) buffered += decoder.decode(value, { stream: true });
+      let cut;
+      while ((cut = buffered.indexOf("\n")) >= 0) {
+        const line = buffered.slice(0, cut);
+        buffered = buffered.slice(cut + 1);
+        if (!line.trim()) continue;
+        const answer = JSON.parse(line);
+        done(answer.id, answer.error ? errorView({ body: answer.error, message: answer.error.message })
+          : panelView(answer.panel, params.tz));
+      }
+      if (ended) break;
+    }
+  } catch (e) {
+    for (const [id, part] of Object.entries(parts)) if (!part.box.dataset.rendered) done(id, errorView(e));
+  }
+  for (const [id, part] of Object.entries(parts)) {
+    if (!part.box.dataset.rendered) done(id, h("p", { class: "error", text: "No answer: the response ended early." }));
+  }
 }
 
 // --- Console --------------------------------------------------------------------------------

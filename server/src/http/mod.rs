@@ -197,6 +197,7 @@ fn router(app: Arc<App>, max_body: usize) -> Router {
         .route("/api/explain", get(explain))
         .route("/api/tables", get(tables))
         .route("/api/dashboard", get(dashboard::list))
+        .route("/api/dashboard/all", get(dashboard::all))
         .route("/api/dashboard/{panel}", get(dashboard::panel))
         .route("/api/session", get(web::whoami).delete(web::sign_out))
         .route_layer(axum::middleware::from_fn_with_state(
