@@ -11,7 +11,6 @@ mod demo;
 mod explain;
 mod flags;
 mod ingest;
-mod numbers;
 mod prices;
 mod query;
 mod read;

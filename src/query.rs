@@ -9,8 +9,8 @@ use quarry::{Caps, Error, Format, Language, Quarry, block_on};
 use crate::flags::Cli;
 use quarry::UnpricedModel;
 
-use crate::numbers::thousands;
 use crate::{Failure, emit, options, stderr_color, storage};
+use quarry::output::numbers::thousands;
 
 /// A library error as the command line reports it: with `--format json` the error body on
 /// standard output (the one HTTP and MCP send); else a query's diagnostics drawn under the

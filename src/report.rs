@@ -14,9 +14,9 @@ use quarry_archive::location::{host_name, os_user};
 use quarry_ingest::{IngestError, IngestOptions, ingest};
 
 use crate::flags::{Cli, ReportArgs};
-use crate::numbers::{dollars, thousands};
 use crate::query::unpriced_lines;
 use crate::{Failure, by_class, emit, open_archive, options, scope_of};
+use quarry::output::numbers::{dollars, thousands};
 
 /// Ingests new and changed files of the default locations (none there: nothing to do).
 fn refresh(cli: &Cli) -> Result<(), Failure> {

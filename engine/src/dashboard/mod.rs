@@ -443,9 +443,7 @@ fn figures(totals: &Sums) -> Vec<Figure> {
             id: "total-cost",
             label: "estimated cost",
             value: totals.cost_usd.into(),
-            text: totals
-                .cost_usd
-                .map_or_else(|| "no price".into(), |c| format!("${c:.2}")),
+            text: crate::output::numbers::dollars(totals.cost_usd),
         },
         Figure {
             id: "responses",

@@ -6,6 +6,7 @@
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 
+use super::numbers::thousands;
 use crate::error::Error;
 
 /// `text` escaped for HTML text and attribute values.
@@ -41,8 +42,9 @@ pub fn cell_text(value: &serde_json::Value) -> String {
         serde_json::Value::Null => String::new(),
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => separated(i.unsigned_abs(), i < 0),
-            (_, Some(u), _) => separated(u, false),
+            (Some(i), _, _) if i < 0 => format!("-{}", thousands(i.unsigned_abs())),
+            (Some(i), _, _) => thousands(i.unsigned_abs()),
+            (_, Some(u), _) => thousands(u),
             (_, _, Some(f)) => {
                 let text = format!("{f:.4}");
                 text.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -51,21 +53,6 @@ pub fn cell_text(value: &serde_json::Value) -> String {
         },
         other => other.to_string(),
     }
-}
-
-fn separated(value: u64, negative: bool) -> String {
-    let digits = value.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    if negative {
-        out.push('-');
-    }
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A table of `rows` under `columns` (numbers right-aligned), in a box that scrolls sideways

@@ -27,6 +27,7 @@ mod destination;
 pub mod envelope;
 pub mod html;
 pub mod json;
+pub mod numbers;
 mod sink;
 mod table;
 mod text;
