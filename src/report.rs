@@ -65,11 +65,29 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
         emit(&format!("{note}{}\n", request.query()));
         return Ok(());
     }
+    // HTML (`--format html`, or `-o FILE.html`) is the report's own document; any other `-o`
+    // writes the answer of the report's query (to a file or an object store).
+    let named = cli
+        .output
+        .as_deref()
+        .and_then(|t| Format::for_path(std::path::Path::new(t)));
+    let html =
+        cli.format == Some(Format::Html) || (cli.format.is_none() && named == Some(Format::Html));
     let html_path = match cli.output.as_deref() {
-        Some(target) => Some(quarry::output::output_path(target).map_err(Failure::usage)?),
-        None => None,
+        Some(target) if html && target.contains("://") && !target.starts_with("file://") => {
+            return Err(Failure::usage(
+                "the HTML report is written to a local file (-o report.html) or to standard output",
+            ));
+        }
+        Some(target) if html => Some(quarry::output::output_path(target).map_err(Failure::usage)?),
+        _ => None,
     };
-    let format = crate::query::answer_format(cli, html_path.as_deref())?;
+    let format = if html {
+        // `--format html -o report.csv` contradicts itself.
+        crate::query::answer_format(cli, html_path.as_deref())?
+    } else {
+        cli.format()
+    };
     if !args.no_refresh {
         if scope_of(cli)?.is_admin() {
             refresh(cli)?;

@@ -219,6 +219,7 @@ fn each_panel_answers_under_the_callers_scope_in_the_zone_asked() {
     for (name, params, status, says) in [
         ("nope", vec![], 404, "the panels are usage, blocks"),
         ("usage", vec![("since", "2026-13-01")], 400, "YYYY-MM-DD"),
+        ("usage", vec![("until", "+10000-01-01")], 400, "YYYY-MM-DD"),
         (
             "usage",
             vec![("since", "2026-03-02"), ("until", "2026-03-01")],
@@ -335,6 +336,34 @@ fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
         out.status.success() && text.contains("<th>origin</th>"),
         "{text}"
     );
+    // Any other -o is the report's query's answer, as before; HTML goes to a local file only.
+    let parquet = f.archive.with_file_name("daily.parquet");
+    let out = quarry(&[
+        "--archive",
+        archive,
+        "report",
+        "daily",
+        "--no-refresh",
+        "-o",
+        parquet.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read(&parquet).unwrap().starts_with(b"PAR1"));
+    let out = quarry(&[
+        "--archive",
+        archive,
+        "report",
+        "daily",
+        "--no-refresh",
+        "-o",
+        "s3://bucket/report.html",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("local file"));
     // A format and an extension that disagree are refused.
     let out = quarry(&[
         "--archive",

@@ -213,9 +213,10 @@ impl Service {
     }
 
     /// Runs the dashboard panels `ids` for `asker` over `range`, days and buckets in `tz`, all
-    /// at once in one session and one query slot (one request), each within the server's time
-    /// limit: the stream yields each panel as soon as its answer is ready, in no fixed order,
-    /// so none waits on another. The panels' queries are audited by the engine.
+    /// at once in one session, each in a query slot of its own (beyond the server's slots a
+    /// panel waits for one, as a request would) and within the server's time limit: the
+    /// stream yields each panel as soon as its answer is ready, in no fixed order, so none
+    /// waits on another's answer. The panels' queries are audited by the engine.
     pub async fn panels(
         &self,
         asker: &Asker,
@@ -233,20 +234,32 @@ impl Service {
         Error,
     > {
         let deadline = self.deadline(None);
-        let (slot, session) = self
-            .open(asker, deadline, "dashboard", "every panel")
-            .await?;
-        let session = Arc::new(session.in_zone(tz)?);
-        let slot = Arc::new(slot);
+        let started = Instant::now();
+        let session = match within(deadline, self.session(asker)).await {
+            Ok(session) => Arc::new(session.in_zone(tz)?),
+            Err(e) => {
+                let about = Some("every panel");
+                self.record(
+                    asker,
+                    RequestKind::Refused,
+                    "dashboard",
+                    about,
+                    started,
+                    Some(&e),
+                );
+                return Err(e);
+            }
+        };
         let answers: futures::stream::FuturesUnordered<_> = ids
             .into_iter()
             .map(|id| {
-                let (session, slot) = (session.clone(), slot.clone());
+                let (session, slots) = (session.clone(), self.slots.clone());
                 async move {
-                    // Held until the last panel is answered.
-                    let _slot = slot;
-                    let answer =
-                        within(deadline, quarry::dashboard::panel(&session, id, &range)).await;
+                    let answer = async {
+                        let _slot = take_slot(slots, deadline).await?;
+                        within(deadline, quarry::dashboard::panel(&session, id, &range)).await
+                    }
+                    .await;
                     (id, answer)
                 }
             })
@@ -265,10 +278,7 @@ impl Service {
     ) -> Result<(OwnedSemaphorePermit, Session), Error> {
         let started = Instant::now();
         let opened = async {
-            let slot = tokio::time::timeout_at(deadline.at, self.slots.clone().acquire_owned())
-                .await
-                .map_err(|_| Error::Busy(deadline.limit))?
-                .map_err(|_| Error::Internal("the query slots were closed".into()))?;
+            let slot = take_slot(self.slots.clone(), deadline).await?;
             let session = tokio::time::timeout_at(deadline.at, self.session(asker))
                 .await
                 .map_err(|_| Error::Timeout(deadline.limit))??;
@@ -410,6 +420,17 @@ pub enum Explained {
 }
 
 /// `work`'s answer, or [`Error::Timeout`] when `deadline` passes first.
+/// A query slot of `slots`, waited for until `deadline` ([`Error::Busy`] after it).
+async fn take_slot(
+    slots: Arc<Semaphore>,
+    deadline: Deadline,
+) -> Result<OwnedSemaphorePermit, Error> {
+    tokio::time::timeout_at(deadline.at, slots.acquire_owned())
+        .await
+        .map_err(|_| Error::Busy(deadline.limit))?
+        .map_err(|_| Error::Internal("the query slots were closed".into()))
+}
+
 async fn within<T>(
     deadline: Deadline,
     work: impl std::future::Future<Output = Result<T, Error>>,

@@ -424,11 +424,19 @@ function cell(v) {
   return typeof v === "object" ? JSON.stringify(v) : String(v);
 }
 
-// The server's SVG (texts escaped there) as a node of this document.
+// The server's SVG (texts escaped there) as a node of this document; as a second guard, nothing
+// in it may run or reach out: no script, no foreign object, no event or link attribute.
 function svgNode(text) {
   const parsed = new DOMParser().parseFromString(text, "text/html");
   const svg = parsed.body.firstElementChild;
-  return svg ? document.importNode(svg, true) : null;
+  if (!svg || svg.localName !== "svg") return null;
+  for (const el of [svg, ...svg.querySelectorAll("*")]) {
+    if (["script", "foreignobject", "iframe", "a", "image", "use"].includes(el.localName.toLowerCase())) { el.remove(); continue; }
+    for (const attr of [...el.attributes]) {
+      if (/^on/i.test(attr.name) || /href$/i.test(attr.name) || attr.name === "style") el.removeAttribute(attr.name);
+    }
+  }
+  return document.importNode(svg, true);
 }
 
 function panelView(p, tz) {

@@ -239,7 +239,7 @@ pub struct Panel {
 const WIDTH: u32 = 600;
 const HEIGHT: u32 = 280;
 
-/// At most this many series in a stacked chart: the rest are summed as `other`.
+/// At most this many series in a stacked chart: the rest are summed as `(others)`.
 const SERIES_SHOWN: usize = 6;
 
 /// Runs panel `id` over `range` in `session`: its scope, its zone, and its clock's now (which
@@ -402,7 +402,7 @@ fn drawn(
 
 fn draw(chart: Chart) -> Drawn {
     Drawn {
-        svg: chart.svg(WIDTH, HEIGHT),
+        svg: chart.svg(WIDTH, chart.height(HEIGHT)),
         title: chart.title,
     }
 }

@@ -9,6 +9,10 @@ use serde_json::Value;
 
 use crate::error::Error;
 
+/// The name of the series the smaller ones are summed into (in parentheses, as `(none)`, so no
+/// model or repository can be called the same).
+pub(super) const OTHERS: &str = "(others)";
+
 /// The rows of `batches` as JSON values, one array per row (times as RFC 3339 in the
 /// session's zone, NULL as `null`).
 pub(super) fn rows(batches: &[RecordBatch]) -> Result<Vec<Vec<Value>>, Error> {
@@ -51,7 +55,7 @@ pub(super) fn day_of(value: &Value) -> String {
 /// Stacked series: one category per distinct `category` of the rows (or each of `all`, in
 /// order, when given), one series per distinct `series`, the `keep` largest by total first (or
 /// in the order of `order`, so two charts of the same rows colour a series alike) and the rest
-/// summed as `other`; a category and series without rows is 0.
+/// summed as [`OTHERS`]; a category and series without rows is 0.
 pub(super) fn stacked(
     rows: &[Vec<Value>],
     category: impl Fn(&Vec<Value>) -> String,
@@ -105,7 +109,7 @@ pub(super) fn stacked(
     }
     if let Some(values) = other {
         out.push(Series {
-            name: "other".into(),
+            name: OTHERS.into(),
             values,
         });
     }

@@ -75,7 +75,7 @@ fn stacked_series_keep_the_largest_and_sum_the_rest() {
         [
             ("a", vec![5.0, 1.0, 0.0]),
             ("c", vec![0.0, 2.0, 0.0]),
-            ("other", vec![1.0, 0.0, 0.0])
+            ("(others)", vec![1.0, 0.0, 0.0])
         ]
     );
 }

@@ -343,11 +343,6 @@ impl Session {
         Ok(self)
     }
 
-    /// The zone its days and time buckets are read in, as `in_zone` takes it.
-    pub fn zone(&self) -> String {
-        self.clock.zone.to_string()
-    }
-
     /// The scope the session was opened with.
     pub fn scope(&self) -> &Scope {
         &self.scope

@@ -169,8 +169,10 @@ pub fn lower(
                     joined_sessions = true;
                 }
                 sort = sort_exprs(key, *descending, aggregated, resolved, &bucket_keys)?;
-                if paged && aggregated {
-                    // Pages by offset need one order: buckets tied on the sort come in key order.
+                if aggregated {
+                    // One order, whatever the run: buckets tied on the sort come in key order
+                    // (pages by offset need it, and `sort by count desc | limit 15` keeps the
+                    // same fifteen).
                     sort.extend(bucket_keys.iter().cloned());
                 }
                 builder = match paging {

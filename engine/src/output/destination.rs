@@ -29,7 +29,7 @@ pub fn output_path(target: &str) -> Result<PathBuf, Error> {
 pub fn format_for_path(path: &Path) -> Result<Format, Error> {
     Format::for_path(path).ok_or_else(|| {
         Error::Setting(format!(
-            "cannot tell the format of {} from its extension (use .parquet, .arrow, .csv, .ndjson, .json or .yaml, or give --format)",
+            "cannot tell the format of {} from its extension (use .parquet, .arrow, .csv, .ndjson, .json, .yaml or .html, or give --format)",
             path.display()
         ))
     })

@@ -37,7 +37,9 @@ fn day(name: &str, text: Option<&str>) -> Result<Option<NaiveDate>, Error> {
     text.filter(|t| !t.is_empty())
         .map(|t| {
             NaiveDate::parse_from_str(t, "%Y-%m-%d")
-                .map_err(|_| Error::BadRequest(format!("{name} must be a day, YYYY-MM-DD: {t}")))
+                .ok()
+                .filter(|d| (1..=9999).contains(&chrono::Datelike::year(d)))
+                .ok_or_else(|| Error::BadRequest(format!("{name} must be a day, YYYY-MM-DD: {t}")))
         })
         .transpose()
 }

@@ -8,7 +8,7 @@
 //! | `GET\|POST /api/query-units` | the language: `expression=` (or `{"expression": ...}`), answered as the envelope |
 //! | `GET /api/explain` | how `expression=` parses (`plan=true`: DataFusion's plans, admin scope) |
 //! | `GET /api/tables` | the caller's catalog: the tables and columns its scope may query |
-//! | `GET /api/dashboard[/{panel}]` | the dashboards' panels; one panel over `since`, `until` and `tz` (its query, rows, SVG charts, figures) |
+//! | `GET /api/dashboard[/{panel}\|/all]` | the dashboards' panels; one panel over `since`, `until` and `tz` (its query, rows, SVG charts, figures); every panel streamed as NDJSON, each as soon as it is ready |
 //! | `GET /healthz` | liveness, no token needed |
 //!
 //! Every `/api/` request carries `Authorization: Bearer TOKEN`; the tokens file maps the
