@@ -198,6 +198,9 @@ impl Cli {
 pub enum Command {
     /// Read transcripts into the archive (no path: discover ~/.claude, ~/.codex, ~/.gemini).
     Ingest(IngestArgs),
+    /// Keep the archive up with agents writing now: watch the transcript folders (no path: the
+    /// default locations) and ingest each file written, once its writes settle.
+    Watch(WatchArgs),
     /// Write or refresh the columnar snapshot (Parquet) that `--source auto|snapshot` reads:
     /// only the partitions changed since it was last written are rewritten.
     Snapshot(SnapshotArgs),
@@ -375,6 +378,28 @@ pub struct IngestArgs {
     pub refresh_snapshot: bool,
 }
 
+/// `quarry watch`'s arguments.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Files or folders to watch.
+    pub paths: Vec<PathBuf>,
+    /// Owner recorded on the sessions (default: the OS user).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// The machine these files are read on (default: this host's name).
+    #[arg(long)]
+    pub machine: Option<String>,
+    /// How long a written file must stay quiet before it is read.
+    #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_duration)]
+    pub settle: std::time::Duration,
+    /// How often every watched file is looked at again, in case a notification was missed.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub rescan: std::time::Duration,
+    /// Use no file notifications: look at every file each --rescan.
+    #[arg(long)]
+    pub poll: bool,
+}
+
 /// `quarry search`'s arguments.
 #[derive(Debug, Args)]
 pub struct SearchArgs {
@@ -537,6 +562,13 @@ pub struct ServeArgs {
     /// without one, or on one other users can read.
     #[arg(long, value_name = "FILE", env = "QUARRY_TOKENS")]
     pub tokens: Option<PathBuf>,
+    /// Keep the archive up while serving, as `quarry watch` does: the default transcript
+    /// locations, or each --watch-path.
+    #[arg(long)]
+    pub watch: bool,
+    /// A file or folder to watch (repeatable; implies --watch).
+    #[arg(long, value_name = "PATH")]
+    pub watch_path: Vec<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }

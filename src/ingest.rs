@@ -1,5 +1,6 @@
 //! The verbs that write transcripts into the archive: `quarry ingest` (with a progress bar drawn
-//! here from the ingest's progress reports) and `quarry reindex`.
+//! here from the ingest's progress reports), `quarry watch` (a log line per batch) and
+//! `quarry reindex`.
 
 use std::io::IsTerminal;
 
@@ -7,7 +8,7 @@ use quarry::Format;
 use quarry_archive::location::{host_name, os_user};
 use quarry_ingest::{IngestError, IngestOptions, Progress, ingest_reporting, reindex};
 
-use crate::flags::{Cli, IngestArgs, SnapshotArgs};
+use crate::flags::{Cli, IngestArgs, SnapshotArgs, WatchArgs};
 use crate::{Failure, emit, open_archive, storage};
 
 /// `quarry ingest [PATH...]`.
@@ -38,6 +39,100 @@ pub fn run_ingest(cli: &Cli, args: IngestArgs) -> Result<(), Failure> {
         storage::run_snapshot(cli, SnapshotArgs::default())?;
     }
     Ok(())
+}
+
+/// `quarry watch [PATH...]`: runs until stopped; each batch that changed something (and every
+/// failure) is a line on standard error.
+pub fn run_watch(cli: &Cli, args: WatchArgs) -> Result<(), Failure> {
+    let mut archive = open_archive(cli.archive.clone())?;
+    let options = quarry_ingest::watch::WatchOptions {
+        ingest: IngestOptions {
+            paths: args.paths,
+            owner: args.owner.or_else(os_user),
+            machine: args.machine.or_else(host_name),
+            replace: Vec::new(),
+            quick_check: false,
+        },
+        settle: args.settle,
+        rescan: args.rescan,
+        poll: args.poll,
+    };
+    quarry_ingest::watch::watch(
+        &mut archive,
+        &options,
+        &mut |source, roots| eprintln!("{}", watch_start(source, roots, args.rescan)),
+        &mut |batch| {
+            if let Some(line) = batch_line(batch) {
+                eprintln!("{line}");
+            }
+            true
+        },
+    )
+    .map_err(Failure::usage)
+}
+
+/// The line a watch starts with: what it watches and how.
+pub(crate) fn watch_start(
+    source: quarry_ingest::watch::Source,
+    roots: &[std::path::PathBuf],
+    rescan: std::time::Duration,
+) -> String {
+    let how = match source {
+        quarry_ingest::watch::Source::Notifications => {
+            format!("file notifications, every file again each {rescan:?}")
+        }
+        quarry_ingest::watch::Source::Polling => {
+            format!("every file each {rescan:?} (no notifications)")
+        }
+    };
+    let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+    format!("{} watch: {} by {how}", now(), roots.join(", "))
+}
+
+/// A batch's log line: what it read and wrote, or why it failed; `None` when it changed nothing.
+pub(crate) fn batch_line(batch: &quarry_ingest::watch::Batch) -> Option<String> {
+    let s = match &batch.outcome {
+        Err(e) => {
+            return Some(format!(
+                "{} watch {}: failed: {e}; watching on",
+                now(),
+                batch.trigger.name()
+            ));
+        }
+        Ok(s) => s,
+    };
+    let changed = s.files_new + s.files_changed;
+    if changed == 0
+        && s.diagnostics.is_empty()
+        && batch.trigger != quarry_ingest::watch::Trigger::Start
+    {
+        return None;
+    }
+    let mut line = format!(
+        "{} watch {}: {} new and {} grown files, {} records, generation {} -> {} ({} ms)",
+        now(),
+        batch.trigger.name(),
+        s.files_new,
+        s.files_changed,
+        s.records,
+        s.generation_before,
+        s.generation_after,
+        batch.took.as_millis()
+    );
+    for d in s.diagnostics.iter().take(3) {
+        line.push_str(&format!("\n  {}: {} — {}", d.file, d.kind, d.reason));
+    }
+    if s.diagnostics.len() > 3 {
+        line.push_str(&format!(
+            "\n  … and {} more diagnostics",
+            s.diagnostics.len() - 3
+        ));
+    }
+    Some(line)
+}
+
+fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// `quarry reindex`.

@@ -187,6 +187,7 @@ fn run(mut cli: Cli) -> Result<(), Failure> {
         Command::Mcp(args) => serve::run_mcp(&cli, args),
         Command::Token { action } => serve::run_token(&cli, action),
         Command::Ingest(args) => ingest::run_ingest(&cli, args),
+        Command::Watch(args) => ingest::run_watch(&cli, args),
         Command::Snapshot(args) => storage::run_snapshot(&cli, args),
         Command::Export(args) => storage::run_export(&cli, args),
         Command::Report(args) => report::run_report(&cli, args),

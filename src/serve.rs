@@ -147,6 +147,9 @@ pub fn run_serve(cli: &Cli, args: ServeArgs) -> Result<(), Failure> {
     // The tokens file is checked before the archive is opened.
     quarry_server::tokens::Tokens::load(&options.tokens).map_err(Failure::usage)?;
     let service = service(cli, &args.limits)?;
+    if args.watch || !args.watch_path.is_empty() {
+        watch_aside(cli, args.watch_path)?;
+    }
     // Any token may be an admin's.
     prepare_search(service.quarry());
     quarry::block_on(quarry_server::http::serve(service, options))
@@ -155,6 +158,45 @@ pub fn run_serve(cli: &Cli, args: ServeArgs) -> Result<(), Failure> {
             quarry_server::http::ServeError::Listen { .. } => Failure::runtime(e),
             other => Failure::usage(other),
         })
+}
+
+/// `quarry serve --watch`: the watch of `quarry watch` on a thread of its own, with its own
+/// connection to the archive; the server answers from each new generation at its next request.
+fn watch_aside(cli: &Cli, paths: Vec<PathBuf>) -> Result<(), Failure> {
+    let mut archive = crate::open_archive(cli.archive.clone())?;
+    let options = quarry_ingest::watch::WatchOptions {
+        ingest: quarry_ingest::IngestOptions {
+            paths,
+            owner: os_user(),
+            machine: quarry_archive::location::host_name(),
+            replace: Vec::new(),
+            quick_check: false,
+        },
+        ..Default::default()
+    };
+    let rescan = options.rescan;
+    std::thread::Builder::new()
+        .name("watch".into())
+        .spawn(move || {
+            let watched = quarry_ingest::watch::watch(
+                &mut archive,
+                &options,
+                &mut |source, roots| {
+                    eprintln!("{}", crate::ingest::watch_start(source, roots, rescan))
+                },
+                &mut |batch| {
+                    if let Some(line) = crate::ingest::batch_line(batch) {
+                        eprintln!("{line}");
+                    }
+                    true
+                },
+            );
+            if let Err(e) = watched {
+                eprintln!("watch: {e}; serving without it");
+            }
+        })
+        .map_err(Failure::runtime)?;
+    Ok(())
 }
 
 /// `quarry mcp`.

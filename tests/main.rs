@@ -16,6 +16,7 @@ mod fuzz;
 mod grammar_cli;
 mod ingest_corpus;
 mod judge;
+mod live;
 mod oracle;
 mod pages;
 mod plans;

@@ -28,6 +28,7 @@ mod reindex;
 mod store;
 mod summary;
 mod text;
+pub mod watch;
 mod writer;
 
 use std::collections::HashMap;

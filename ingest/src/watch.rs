@@ -1,0 +1,235 @@
+//! Keeping the archive up with agents that are writing now (`quarry watch`, `quarry serve
+//! --watch`): the transcript folders are watched through the operating system's file
+//! notifications (inotify, FSEvents, ReadDirectoryChangesW through the `notify` crate), and a
+//! file that was created or written is ingested once its writes settle. Every `rescan` the
+//! folders are also read again with the quick check (a file whose size and time are as archived
+//! is not opened), which catches what a notification missed; where notifications are not
+//! available (or with `poll`) that rescan is the only source.
+//!
+//! Each batch is an ordinary ingest: one transaction per file, so a watcher killed at any moment
+//! leaves the archive as it was after its last committed file, and the next start catches up.
+//! What becomes visible is what the archive's rules say: the rows of committed turns (the
+//! `events` view) and every session, message and response read so far.
+//!
+//! A file that grew is read again whole (the ingest's append rule); reading only the appended
+//! bytes is not done yet.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use notify::{EventKind, RecursiveMode, Watcher};
+use quarry_archive::Archive;
+
+use crate::discover::{default_roots, is_transcript_name};
+use crate::{IngestError, IngestOptions, Summary, ingest};
+
+/// The longest a written file waits for its writes to settle: an agent writing without pause
+/// is still read at least this often.
+const LONGEST_WAIT: Duration = Duration::from_secs(1);
+
+/// How to watch.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// What to ingest (`paths` empty: the default transcript locations), who owns it, and on
+    /// which machine; `quick_check` and `replace` are decided per batch.
+    pub ingest: IngestOptions,
+    /// How long a changed file must stay quiet before it is read (its writer is mid-record).
+    pub settle: Duration,
+    /// How often every watched file is looked at again (the quick check), in case a
+    /// notification was missed; with `poll`, the interval of the only look.
+    pub rescan: Duration,
+    /// Use no notifications: look at every file each `rescan`.
+    pub poll: bool,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        WatchOptions {
+            ingest: IngestOptions::default(),
+            settle: Duration::from_millis(200),
+            rescan: Duration::from_secs(60),
+            poll: false,
+        }
+    }
+}
+
+/// Why a batch ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The first look, when the watch starts (catching up with what changed while it was off).
+    Start,
+    /// Files the operating system said were written.
+    Notified,
+    /// The periodic look at every file.
+    Rescan,
+}
+
+impl Trigger {
+    /// Its name in a log line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Trigger::Start => "start",
+            Trigger::Notified => "notified",
+            Trigger::Rescan => "rescan",
+        }
+    }
+}
+
+/// One batch the watcher ran: why, how many files it was given, how long it took, and the
+/// ingest's summary (or why it failed; the watch goes on).
+#[derive(Debug)]
+pub struct Batch {
+    /// Why it ran.
+    pub trigger: Trigger,
+    /// Files named by the notifications (a rescan or the start: the watched folders).
+    pub files: usize,
+    /// How long the ingest took.
+    pub took: Duration,
+    /// What the ingest did.
+    pub outcome: Result<Summary, IngestError>,
+}
+
+/// How the watch is fed: the operating system's notifications, or polling only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// File notifications, with a periodic rescan.
+    Notifications,
+    /// A look at every file each rescan interval.
+    Polling,
+}
+
+/// Failures that stop a watch before it starts.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// No path given and no default transcript folder exists.
+    #[error(
+        "nothing to watch: none of ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp exists; pass a path"
+    )]
+    NothingToWatch,
+    /// A path given does not exist.
+    #[error("no such file or folder: {0}")]
+    MissingPath(PathBuf),
+}
+
+/// Watches until `on_batch` returns `false`, calling it after every batch (the first one is
+/// the catch-up at the start) and once with the source chosen (`on_start`).
+pub fn watch(
+    archive: &mut Archive,
+    options: &WatchOptions,
+    on_start: &mut dyn FnMut(Source, &[PathBuf]),
+    on_batch: &mut dyn FnMut(&Batch) -> bool,
+) -> Result<(), WatchError> {
+    let roots = if options.ingest.paths.is_empty() {
+        let roots = default_roots();
+        if roots.is_empty() {
+            return Err(WatchError::NothingToWatch);
+        }
+        roots
+    } else {
+        if let Some(missing) = options.ingest.paths.iter().find(|p| !p.exists()) {
+            return Err(WatchError::MissingPath(missing.clone()));
+        }
+        options.ingest.paths.clone()
+    };
+    // Notifications first, so nothing written during the catch-up is missed.
+    let (sender, events) = mpsc::channel::<notify::Result<notify::Event>>();
+    let watcher = if options.poll {
+        None
+    } else {
+        notify::recommended_watcher(sender)
+            .and_then(|mut w| {
+                for root in &roots {
+                    w.watch(root, RecursiveMode::Recursive)?;
+                }
+                Ok(w)
+            })
+            .ok()
+    };
+    let source = if watcher.is_some() {
+        Source::Notifications
+    } else {
+        Source::Polling
+    };
+    on_start(source, &roots);
+    let run = |archive: &mut Archive, trigger: Trigger, paths: Vec<PathBuf>| {
+        let files = paths.len();
+        let quick = trigger != Trigger::Notified;
+        let options = IngestOptions {
+            paths,
+            quick_check: quick,
+            ..options.ingest.clone()
+        };
+        let started = Instant::now();
+        let outcome = ingest(archive, &options);
+        Batch {
+            trigger,
+            files,
+            took: started.elapsed(),
+            outcome,
+        }
+    };
+    if !on_batch(&run(archive, Trigger::Start, roots.clone())) {
+        return Ok(());
+    }
+    let mut next_rescan = Instant::now() + options.rescan;
+    let mut pending: BTreeSet<PathBuf> = BTreeSet::new();
+    // When the oldest pending change came.
+    let mut since: Option<Instant> = None;
+    loop {
+        // Wait for a notification, for the pending files to settle (never longer than
+        // LONGEST_WAIT after the first change), or for the rescan.
+        let wait = match since {
+            None => next_rescan.saturating_duration_since(Instant::now()),
+            Some(first) => options
+                .settle
+                .min(LONGEST_WAIT.saturating_sub(first.elapsed())),
+        };
+        let event = if watcher.is_some() {
+            events.recv_timeout(wait)
+        } else {
+            std::thread::sleep(wait);
+            Err(mpsc::RecvTimeoutError::Timeout)
+        };
+        match event {
+            Ok(Ok(event)) => {
+                if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_)) {
+                    pending.extend(event.paths.into_iter().filter(|p| is_transcript_name(p)));
+                }
+                if !pending.is_empty() {
+                    since.get_or_insert_with(Instant::now);
+                }
+                if since.is_none_or(|first| first.elapsed() < LONGEST_WAIT) {
+                    continue;
+                }
+            }
+            // A notification error (an overflowed queue, say): the rescan catches up.
+            Ok(Err(_)) => {
+                next_rescan = Instant::now();
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                next_rescan = Instant::now();
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if !pending.is_empty() {
+            // Quiet for `settle`, or waiting since LONGEST_WAIT: read what was written (a file
+            // removed since is not asked for).
+            since = None;
+            let files: Vec<PathBuf> = std::mem::take(&mut pending)
+                .into_iter()
+                .filter(|p| p.is_file())
+                .collect();
+            if !files.is_empty() && !on_batch(&run(archive, Trigger::Notified, files)) {
+                return Ok(());
+            }
+        }
+        if Instant::now() >= next_rescan {
+            if !on_batch(&run(archive, Trigger::Rescan, roots.clone())) {
+                return Ok(());
+            }
+            next_rescan = Instant::now() + options.rescan;
+        }
+    }
+}
