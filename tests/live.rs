@@ -86,6 +86,21 @@ fn counts(archive: &Path) -> Vec<(String, i64)> {
         .collect()
 }
 
+/// Asserts that `archive` holds what a fresh ingest of `folder` into `fresh` holds: every
+/// table's rows and the usage sums; returns the usage (responses, input and output tokens).
+fn same_as_fresh(archive: &Path, folder: &Path, fresh: &Path) -> Vec<Vec<Value>> {
+    ingest_with(fresh, &["--owner", "alice"], &[folder]);
+    assert_eq!(counts(archive), counts(fresh));
+    let usage = |a: &Path| {
+        sql_rows(
+            a,
+            "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM usage",
+        )
+    };
+    assert_eq!(usage(archive), usage(fresh));
+    usage(archive)
+}
+
 #[test]
 fn a_turn_written_record_by_record_is_visible_exactly_when_committed() {
     let dir = tempfile::tempdir().unwrap();
@@ -147,17 +162,8 @@ fn a_turn_written_record_by_record_is_visible_exactly_when_committed() {
         );
     }
     // Grown record by record, the archive holds what a fresh ingest of the final file holds.
-    let fresh = dir.path().join("fresh.db");
-    ingest_with(&fresh, &["--owner", "alice"], &[&folder]);
-    assert_eq!(counts(&archive), counts(&fresh));
-    let usage = |a: &Path| {
-        sql_rows(
-            a,
-            "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM usage",
-        )
-    };
-    assert_eq!(usage(&archive), usage(&fresh));
-    assert_eq!(usage(&archive)[0][0], 2, "two billed responses");
+    let usage = same_as_fresh(&archive, &folder, &dir.path().join("fresh.db"));
+    assert_eq!(usage[0][0], 2, "two billed responses");
 }
 
 /// `quarry watch` as a child process, its log in `log`.
@@ -278,16 +284,7 @@ fn watch_reads_what_agents_write_and_a_kill_loses_nothing() {
     );
 
     // Nothing lost or counted twice: the same as a fresh ingest of the final files.
-    let fresh = dir.path().join("fresh.db");
-    ingest_with(&fresh, &["--owner", "alice"], &[&folder]);
-    assert_eq!(counts(&archive), counts(&fresh));
-    let usage = |a: &Path| {
-        sql_rows(
-            a,
-            "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM usage",
-        )
-    };
-    assert_eq!(usage(&archive), usage(&fresh));
+    same_as_fresh(&archive, &folder, &dir.path().join("fresh.db"));
 }
 
 #[test]
