@@ -243,41 +243,36 @@ fn each_panel_answers_under_the_callers_scope_in_the_zone_asked() {
     assert_eq!(anonymous.status, 401);
 }
 
-#[test]
-fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
-    let Some(f) = fixture() else { return };
-    let archive = f.archive.to_str().unwrap();
-    let file = f.archive.with_file_name("report.html");
-    let out = quarry(&[
-        "--archive",
-        archive,
-        "--tz",
-        "UTC",
-        "report",
-        "daily",
-        "--by",
-        "model",
-        "--no-refresh",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
+/// `quarry --archive ARCHIVE --tz UTC report ARGS… --no-refresh`.
+fn report(archive: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["--archive", archive, "--tz", "UTC", "report"];
+    all.extend_from_slice(args);
+    all.push("--no-refresh");
+    quarry(&all)
+}
+
+/// `out`, which must have succeeded.
+fn succeeded(out: std::process::Output) -> std::process::Output {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let html = std::fs::read_to_string(&file).unwrap();
-    let report = crate::support::quarry_json(&[
-        "--archive",
+    out
+}
+
+#[test]
+fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
+    let Some(f) = fixture() else { return };
+    let archive = f.archive.to_str().unwrap();
+    let file = f.archive.with_file_name("report.html");
+    succeeded(report(
         archive,
-        "--tz",
-        "UTC",
-        "--format",
-        "json",
-        "report",
-        "daily",
-        "--no-refresh",
-    ]);
+        &["daily", "--by", "model", "-o", file.to_str().unwrap()],
+    ));
+    let html = std::fs::read_to_string(&file).unwrap();
+    let json = succeeded(report(archive, &["daily", "--format", "json"])).stdout;
+    let totals: Value = serde_json::from_slice(&json).unwrap();
     let value = |id: &str| -> f64 {
         let at = html
             .find(&format!("id=\"{id}\" data-value=\""))
@@ -287,11 +282,11 @@ fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
     };
     assert_eq!(
         value("usage-total-tokens") as u64,
-        report["totals"]["total_tokens"].as_u64().unwrap()
+        totals["totals"]["total_tokens"].as_u64().unwrap()
     );
     assert_eq!(
         (value("usage-total-cost") * 100.0).round(),
-        (report["totals"]["cost_usd"].as_f64().unwrap() * 100.0).round()
+        (totals["totals"]["cost_usd"].as_f64().unwrap() * 100.0).round()
     );
     // Self-contained: no script, no stylesheet or image to fetch, no other host.
     for reference in [
@@ -304,22 +299,14 @@ fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
 
     // Any report is a format away: blocks to standard output, weekly by repository.
     for args in [
-        &["report", "blocks", "--format", "html"][..],
-        &["report", "weekly", "--by", "repo", "--format", "html"][..],
+        &["blocks", "--format", "html"][..],
+        &["weekly", "--by", "repo", "--format", "html"][..],
     ] {
-        let mut all = vec!["--archive", archive, "--tz", "UTC"];
-        all.extend_from_slice(args);
-        all.push("--no-refresh");
-        let out = quarry(&all);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = succeeded(report(archive, args));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.starts_with("<!doctype html>"), "{args:?}");
         assert!(
-            text.contains(&format!("quarry report {}", args[1])),
+            text.contains(&format!("quarry report {}", args[0])),
             "{args:?}"
         );
     }
@@ -338,43 +325,16 @@ fn an_html_report_is_one_self_contained_file_with_the_reports_totals() {
     );
     // Any other -o is the report's query's answer, as before; HTML goes to a local file only.
     let parquet = f.archive.with_file_name("daily.parquet");
-    let out = quarry(&[
-        "--archive",
-        archive,
-        "report",
-        "daily",
-        "--no-refresh",
-        "-o",
-        parquet.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(report(archive, &["daily", "-o", parquet.to_str().unwrap()]));
     assert!(std::fs::read(&parquet).unwrap().starts_with(b"PAR1"));
-    let out = quarry(&[
-        "--archive",
-        archive,
-        "report",
-        "daily",
-        "--no-refresh",
-        "-o",
-        "s3://bucket/report.html",
-    ]);
+    let out = report(archive, &["daily", "-o", "s3://bucket/report.html"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("local file"));
     // A format and an extension that disagree are refused.
-    let out = quarry(&[
-        "--archive",
+    let csv = f.archive.with_file_name("r.csv");
+    let out = report(
         archive,
-        "report",
-        "daily",
-        "--no-refresh",
-        "--format",
-        "html",
-        "-o",
-        f.archive.with_file_name("r.csv").to_str().unwrap(),
-    ]);
+        &["daily", "--format", "html", "-o", csv.to_str().unwrap()],
+    );
     assert_eq!(out.status.code(), Some(2));
 }
