@@ -233,6 +233,11 @@ fn each_panel_answers_under_the_callers_scope_in_the_zone_asked() {
         assert_eq!(got, status, "{name} {params:?}: {body}");
         assert!(body["message"].as_str().unwrap().contains(says), "{body}");
     }
+    // Every query a panel ran for alice is in the audit trail under her token's name, with its
+    // outcome: nine panels one by one, nine streamed, nine again, the repositories and her usage
+    // over the range (the refused requests ran none).
+    let (intents, outcomes) = crate::server::audit_counts(&f.archive, "alice-laptop");
+    assert_eq!((intents, outcomes), (29, 29));
     let anonymous = request(
         "GET",
         &format!("{}/api/dashboard/usage", server.base),
