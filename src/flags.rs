@@ -376,6 +376,10 @@ pub struct IngestArgs {
     /// Refresh the columnar snapshot afterwards (only the partitions the ingest changed).
     #[arg(long)]
     pub refresh_snapshot: bool,
+    /// Read every archived file whole and compare it with its archived hash, rather than only
+    /// its last chunks: finds a change anywhere in what was archived (docs/live.md).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// `quarry watch`'s arguments.

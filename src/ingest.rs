@@ -21,6 +21,7 @@ pub fn run_ingest(cli: &Cli, args: IngestArgs) -> Result<(), Failure> {
         machine: args.machine.or_else(host_name),
         replace: args.replace,
         quick_check: false,
+        verify: args.verify,
     };
     let bar = ProgressBar::new(!args.no_progress && !json);
     let summary =
@@ -51,7 +52,7 @@ pub fn run_watch(cli: &Cli, args: WatchArgs) -> Result<(), Failure> {
             owner: args.owner.or_else(os_user),
             machine: args.machine.or_else(host_name),
             replace: Vec::new(),
-            quick_check: false,
+            ..IngestOptions::default()
         },
         settle: args.settle,
         rescan: args.rescan,

@@ -27,6 +27,7 @@ fn refresh(cli: &Cli) -> Result<(), Failure> {
         machine: host_name(),
         replace: Vec::new(),
         quick_check: true,
+        verify: false,
     };
     match ingest(&mut archive, &options) {
         Ok(summary) => {

@@ -170,7 +170,7 @@ fn watch_aside(cli: &Cli, paths: Vec<PathBuf>) -> Result<(), Failure> {
             owner: os_user(),
             machine: quarry_archive::location::host_name(),
             replace: Vec::new(),
-            quick_check: false,
+            ..Default::default()
         },
         ..Default::default()
     };

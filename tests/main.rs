@@ -29,6 +29,7 @@ mod snapshot;
 mod sql_scope;
 mod support;
 mod synth;
+mod tail;
 mod trace;
 mod usage_cases;
 mod web;

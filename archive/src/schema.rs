@@ -9,7 +9,7 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -20,10 +20,25 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_5,
     MIGRATION_6,
     MIGRATION_7,
+    MIGRATION_8,
 ];
 
 /// Version 7: a turn's duration, `turns.duration_ms`: from its prompt to its completion
 /// (`completed_at_ms - started_at_ms`), what the dashboards' response durations read.
+/// Version 8: grown files read from where they were left (docs/live.md). `source_files.hash`
+/// becomes a hash chained over 256 KiB chunks, with the links the cheap check starts from
+/// (`chunks`) and the file's identity (`file_id`); a row written before keeps its plain blake3
+/// (`chunks` NULL) until the file is next read whole. `source_resume` holds where the next read
+/// of a single-session JSONL file continues.
+const MIGRATION_8: &str = r#"
+ALTER TABLE source_files ADD COLUMN chunks TEXT;
+ALTER TABLE source_files ADD COLUMN file_id TEXT;
+CREATE TABLE source_resume (
+    path   TEXT PRIMARY KEY,
+    state  TEXT NOT NULL
+) WITHOUT ROWID;
+"#;
+
 const MIGRATION_7: &str = r#"
 ALTER TABLE turns ADD COLUMN duration_ms INTEGER;
 UPDATE turns SET duration_ms = completed_at_ms - started_at_ms

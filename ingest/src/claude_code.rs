@@ -8,8 +8,9 @@
 //! Assistant lines sharing `message.id` merge into one message, and each (`message.id`,
 //! `requestId`) is billed once with its largest usage.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::lines::Line;
@@ -136,7 +137,91 @@ pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
         builder.finish(session);
     }
     link_inline_sidechains(&mut sessions);
+    // A file with inline sidechains is read whole each time (its records feed several sessions).
+    if sessions.len() > 1 {
+        for session in &mut sessions {
+            session.resume = None;
+        }
+    }
     parsed.sessions.extend(sessions);
+}
+
+/// What a read that continues a session needs besides the records: where it continues.
+pub struct Continue<'a> {
+    /// The adapter state at the cut, as [`state_value`] wrote it.
+    pub state: &'a Value,
+    /// Records before the cut (the first record's index in the session).
+    pub events: usize,
+    /// How many of `records` were archived already (the rest are new).
+    pub archived: usize,
+    /// For each archived record, the provenance the archive holds for it (global indexes).
+    pub archived_sources: Vec<Vec<usize>>,
+}
+
+/// A checkpoint's state as JSON, to keep in the archive (`Null` for a state not this
+/// adapter's).
+pub fn state_value(state: &(dyn std::any::Any + Send + Sync)) -> Value {
+    state
+        .downcast_ref::<Carried>()
+        .and_then(|c| serde_json::to_value(c).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Why a continued read gives up (the file is then read whole).
+#[derive(Debug)]
+pub struct Whole(pub &'static str);
+
+/// Continues reading a session from a cut: `records` are the archived records from the cut on,
+/// then the new ones. The draft holds only what lies after the cut (indexes local to it), its
+/// session-wide fields (times, title, model, snapshots) as a whole read would give them, and
+/// `opened`: the message ids and response keys first seen here, which the caller checks are not
+/// the archive's before the cut.
+pub fn resume(
+    path: &str,
+    from: Continue<'_>,
+    records: Vec<Line>,
+    snapshots: Vec<SnapshotDraft>,
+    parsed: &mut ParsedFile,
+) -> Result<(SessionDraft, Vec<(String, RecordedVia)>), Whole> {
+    if from.state.is_null() {
+        return Err(Whole("no place to continue from yet"));
+    }
+    let carried: Carried = serde_json::from_value(from.state.clone())
+        .map_err(|_| Whole("the archived read state is of another version"))?;
+    let mut session = carried.header.draft();
+    carried.apply(&mut session);
+    session.snapshots = snapshots;
+    let is_subagent = session.parent_native_id.is_some();
+    let mut b = Builder {
+        base: from.events,
+        models: carried.models.clone().into_iter().collect(),
+        summary_title: carried.summary_title.clone(),
+        custom_title: carried.custom_title.clone(),
+        ai_title: carried.ai_title.clone(),
+        opened: Some(Vec::new()),
+        ..Builder::default()
+    };
+    let mut sources = from.archived_sources.into_iter();
+    for (i, line) in records.into_iter().enumerate() {
+        parsed.records += 1;
+        if !is_subagent && is_sidechain(&line.value) {
+            return Err(Whole("an inline sidechain record"));
+        }
+        let archived = if i < from.archived {
+            Some(sources.next().unwrap_or_default())
+        } else {
+            None
+        };
+        let fresh = archived.is_none();
+        read_record_with(&mut session, &mut b, line, parsed, path, archived);
+        if fresh && b.lost_parent {
+            return Err(Whole("a new record names a parent before the cut"));
+        }
+        b.lost_parent = false;
+    }
+    let opened = b.opened.take().unwrap_or_default();
+    b.finish(&mut session);
+    Ok((session, opened))
 }
 
 /// The agent id of a subagent file: from `subagents/agent-<id>.jsonl` (or an `agent-*.jsonl`
@@ -211,8 +296,95 @@ struct Builder {
     /// The title Claude Code generated (`ai-title`); wins over `summary`.
     ai_title: Option<String>,
     pending_compaction: Option<usize>,
-    /// Record `uuid` → its event index, for the records that name it as their parent.
+    /// Record `uuid` → its index in the session, for the records that name it as their parent.
     by_uuid: HashMap<String, usize>,
+    /// The session index of this read's first record (0 unless it continues from a cut).
+    base: usize,
+    /// Turn starts whose state is known, and the records no cut may fall inside.
+    resume: Resume,
+    /// For a continued read: the message ids and response keys first seen in it.
+    opened: Option<Vec<(String, RecordedVia)>>,
+    /// The record just read names a parent this read does not hold.
+    lost_parent: bool,
+    /// Message ids whose message has no usage yet (`finish` blocks cuts after them).
+    unbilled: Vec<(String, usize)>,
+}
+
+/// The identity of a session, as a continued read starts it.
+#[derive(Clone, Default, Serialize, Deserialize)]
+struct Header {
+    native_id: String,
+    parent_native_id: Option<String>,
+    branch_type: Option<String>,
+    agent: Option<String>,
+}
+
+impl Header {
+    fn of(session: &SessionDraft) -> Self {
+        Header {
+            native_id: session.native_id.clone(),
+            parent_native_id: session.parent_native_id.clone(),
+            branch_type: session.branch_type.map(str::to_string),
+            agent: session.agent.clone(),
+        }
+    }
+
+    fn draft(&self) -> SessionDraft {
+        let mut s = SessionDraft::new(Origin::ClaudeCode, self.native_id.clone());
+        s.parent_native_id = self.parent_native_id.clone();
+        s.branch_type = match self.branch_type.as_deref() {
+            Some("compaction") => Some("compaction"),
+            Some("subagent") => Some("subagent"),
+            Some("sidechain") => Some("sidechain"),
+            _ => None,
+        };
+        s.agent = self.agent.clone();
+        s
+    }
+}
+
+/// The reading state a later record can still change, kept before each record that opens a
+/// message.
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub struct Carried {
+    header: Header,
+    created_at: Option<i64>,
+    updated_at: Option<i64>,
+    cwd: Option<String>,
+    git_branch: Option<String>,
+    reported_cost_usd: Option<f64>,
+    models: BTreeMap<String, usize>,
+    summary_title: Option<String>,
+    custom_title: Option<String>,
+    ai_title: Option<String>,
+    /// Context snapshots read before the cut (the archive holds them).
+    snapshots: usize,
+}
+
+impl Carried {
+    fn of(session: &SessionDraft, b: &Builder) -> Self {
+        Carried {
+            header: Header::of(session),
+            created_at: session.created_at,
+            updated_at: session.updated_at,
+            cwd: session.cwd.clone(),
+            git_branch: session.git_branch.clone(),
+            reported_cost_usd: session.reported_cost_usd,
+            models: b.models.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            summary_title: b.summary_title.clone(),
+            custom_title: b.custom_title.clone(),
+            ai_title: b.ai_title.clone(),
+            snapshots: session.snapshots.len(),
+        }
+    }
+
+    fn apply(&self, session: &mut SessionDraft) {
+        session.created_at = self.created_at;
+        session.updated_at = self.updated_at;
+        session.cwd = self.cwd.clone();
+        session.git_branch = self.git_branch.clone();
+        session.reported_cost_usd = self.reported_cost_usd;
+    }
 }
 
 fn read_record(
@@ -222,9 +394,37 @@ fn read_record(
     parsed: &mut ParsedFile,
     file: &str,
 ) {
+    read_record_with(session, b, line, parsed, file, None);
+}
+
+/// Reads one record; `known_sources` is the provenance the archive already holds for it (a
+/// continued read re-reading an archived record whose parent lies before the cut).
+fn read_record_with(
+    session: &mut SessionDraft,
+    b: &mut Builder,
+    line: Line,
+    parsed: &mut ParsedFile,
+    file: &str,
+    known_sources: Option<Vec<usize>>,
+) {
     let record = &line.value;
     let place = (file, line.number);
     let kind = str_field(record, "type").unwrap_or_else(|| "unknown".to_string());
+    // A record that opens a message is a place a later read may continue from.
+    let opens = kind == "user"
+        || (kind == "assistant"
+            && record
+                .pointer("/message/id")
+                .and_then(Value::as_str)
+                .is_none_or(|id| !b.by_message_id.contains_key(id)));
+    if opens && b.pending_compaction.is_none() {
+        b.resume.checkpoints.push(Checkpoint {
+            event: session.events.len(),
+            messages: session.messages.len(),
+            usage: session.usage.len(),
+            state: std::sync::Arc::new(Carried::of(session, b)),
+        });
+    }
     let time = json_time(record.get("timestamp"));
     if let Some(t) = time {
         session.created_at = Some(session.created_at.map_or(t, |c| c.min(t)));
@@ -248,14 +448,18 @@ fn read_record(
     let event_index = session.events.len();
     // Provenance: the record's `parentUuid` (a compaction boundary names the record before it
     // as `logicalParentUuid`), when that record is in this session.
-    let sources = ["parentUuid", "logicalParentUuid"]
+    let parent = ["parentUuid", "logicalParentUuid"]
         .iter()
-        .find_map(|k| str_field(record, k))
-        .and_then(|parent| b.by_uuid.get(&parent).copied())
-        .into_iter()
-        .collect();
+        .find_map(|k| str_field(record, k));
+    let found = parent.as_ref().and_then(|p| b.by_uuid.get(p).copied());
+    b.lost_parent = parent.is_some() && found.is_none() && b.base > 0;
+
+    let sources = match (found, known_sources) {
+        (None, Some(known)) => known,
+        (found, _) => found.into_iter().collect(),
+    };
     if let Some(uuid) = str_field(record, "uuid") {
-        b.by_uuid.entry(uuid).or_insert(event_index);
+        b.by_uuid.entry(uuid).or_insert(b.base + event_index);
     }
     session.events.push(EventDraft {
         kind: event_kind,
@@ -435,8 +639,16 @@ fn read_assistant(
     };
     let message_id = str_field(message, "id");
     let index = match message_id.as_ref().and_then(|id| b.by_message_id.get(id)) {
-        Some(index) => *index,
+        Some(index) => {
+            if let Some(m) = session.messages.get(*index) {
+                b.resume.spans.push((m.event_index, event_index));
+            }
+            *index
+        }
         None => {
+            if let (Some(opened), Some(id)) = (b.opened.as_mut(), &message_id) {
+                opened.push((format!("claude:{id}"), RecordedVia::Transcript));
+            }
             let mut m = MessageDraft::new(Role::Assistant, time, event_index);
             m.is_sidechain = is_sidechain(record);
             m.model = str_field(message, "model");
@@ -447,6 +659,7 @@ fn read_assistant(
             let index = session.messages.len() - 1;
             if let Some(id) = &message_id {
                 b.by_message_id.insert(id.clone(), index);
+                b.unbilled.push((id.clone(), event_index));
             }
             index
         }
@@ -485,7 +698,11 @@ fn read_assistant(
     }
     if let Some(usage) = message.get("usage") {
         let tokens = claude_tokens(usage, place, parsed);
-        let key = response_key(message_id.as_deref(), &session.native_id, event_index);
+        let key = response_key(
+            message_id.as_deref(),
+            &session.native_id,
+            b.base + event_index,
+        );
         let draft = UsageDraft {
             response_key: Some(key),
             via: RecordedVia::Transcript,
@@ -532,7 +749,7 @@ fn read_progress(
         response_key: Some(response_key(
             message_id.as_deref(),
             &session.native_id,
-            event_index,
+            b.base + event_index,
         )),
         via: RecordedVia::Progress,
         subagent_native_id: str_field(data, "agentId").map(|a| format!("{parent}/agent-{a}")),
@@ -563,6 +780,9 @@ fn merge_usage(session: &mut SessionDraft, b: &mut Builder, draft: UsageDraft) {
     match b.usage_by_key.get(&key) {
         Some(&u) => {
             if let Some(existing) = session.usage.get_mut(u) {
+                b.resume
+                    .spans
+                    .push((existing.event_index, draft.event_index));
                 existing.tokens = existing.tokens.max(draft.tokens);
                 if existing.model.is_none() {
                     existing.model = draft.model;
@@ -570,6 +790,9 @@ fn merge_usage(session: &mut SessionDraft, b: &mut Builder, draft: UsageDraft) {
             }
         }
         None => {
+            if let Some(opened) = b.opened.as_mut() {
+                opened.push(key.clone());
+            }
             b.usage_by_key.insert(key, session.usage.len());
             session.usage.push(draft);
         }
@@ -644,7 +867,18 @@ fn assistant_block(item: &Value) -> Option<BlockDraft> {
 }
 
 impl Builder {
-    fn finish(self, session: &mut SessionDraft) {
+    fn finish(mut self, session: &mut SessionDraft) {
+        // A message whose id no usage row carries cannot be found again after a cut (a later
+        // record of it would open a new message): no cut after it.
+        for (id, event) in &self.unbilled {
+            if !self
+                .usage_by_key
+                .contains_key(&(format!("claude:{id}"), RecordedVia::Transcript))
+            {
+                self.resume.spans.push((*event, usize::MAX));
+            }
+        }
+        session.resume = Some(std::mem::take(&mut self.resume));
         // Message tokens: the sum of its usage records (one per response).
         for usage in &session.usage {
             if let Some(m) = usage

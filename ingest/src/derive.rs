@@ -4,6 +4,8 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::model::*;
 use super::text::{repo_name, semantic_type, word_count};
 
@@ -60,6 +62,16 @@ pub struct MessageRow {
     pub turn: Option<usize>,
     pub hidden: bool,
     pub event_seq: i64,
+    /// Typed by a person (a user message that is not injected); not stored.
+    pub authored: bool,
+    /// Holds a tool call; not stored.
+    pub uses_tool: bool,
+    /// Holds reasoning; not stored.
+    pub thinks: bool,
+    /// Holds a tool result; not stored.
+    pub has_result: bool,
+    /// Carries pasted material; not stored.
+    pub pasted: bool,
 }
 
 /// A row of `blocks` (with the text the full-text index gets).
@@ -94,7 +106,7 @@ pub struct ActionRow {
 }
 
 /// A row of `files`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FileRow {
     pub path: String,
     pub action_count: i64,
@@ -154,6 +166,8 @@ pub struct UsageRow {
     pub tokens: Tokens,
     pub occurred_at_ms: Option<i64>,
     pub turn: Option<usize>,
+    /// Its place among the session's usage rows.
+    pub seq: i64,
 }
 
 /// A row of `events_raw`.
@@ -191,6 +205,15 @@ impl SessionRows {
             .map(|t| t.turn_id.as_str())
     }
 
+    /// Each message's index in these rows, by message id.
+    pub fn message_index(&self) -> HashMap<&str, usize> {
+        self.messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.message_id.as_str(), i))
+            .collect()
+    }
+
     /// Whether a turn by index is committed (`None` outside any turn).
     pub fn turn_committed(&self, turn: Option<usize>) -> Option<bool> {
         turn.and_then(|t| self.turns.get(t)).map(|t| t.committed)
@@ -212,15 +235,234 @@ impl SessionRows {
     }
 }
 
+/// The per-message sums a session row holds (`message_count` … `assistant_words`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub message_count: i64,
+    pub word_count: i64,
+    pub user_messages: i64,
+    pub authored_user_messages: i64,
+    pub assistant_messages: i64,
+    pub system_messages: i64,
+    pub tool_messages: i64,
+    pub tool_use_messages: i64,
+    pub thinking_messages: i64,
+    pub paste_messages: i64,
+    pub user_words: i64,
+    pub authored_user_words: i64,
+    pub assistant_words: i64,
+}
+
+impl Counters {
+    /// Counts one message.
+    fn add(&mut self, m: &MessageRow) {
+        self.message_count += 1;
+        self.word_count += m.word_count;
+        match m.role {
+            "user" => {
+                self.user_messages += 1;
+                self.user_words += m.word_count;
+                if m.authored {
+                    self.authored_user_messages += 1;
+                    self.authored_user_words += m.word_count;
+                }
+            }
+            "assistant" => {
+                self.assistant_messages += 1;
+                self.assistant_words += m.word_count;
+            }
+            "system" => self.system_messages += 1,
+            _ => self.tool_messages += 1,
+        }
+        self.tool_use_messages += i64::from(m.uses_tool);
+        self.thinking_messages += i64::from(m.thinks);
+        self.paste_messages += i64::from(m.pasted);
+    }
+}
+
+/// What a derive that continues a session from a cut knows of the rows before the cut (which
+/// stay in the archive as they are): how many there are, and the session-wide facts they add to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Prefix {
+    /// Records before the cut.
+    pub events: usize,
+    /// Messages before the cut.
+    pub messages: usize,
+    /// Usage rows before the cut.
+    pub usage: usize,
+    /// Turns before the cut.
+    pub turns: usize,
+    /// The sums over the messages before the cut.
+    pub counters: Counters,
+    /// The title the first authored message gives, if one is before the cut.
+    pub first_authored: Option<String>,
+    /// The first user message before the cut: its text and time.
+    pub first_user: Option<(String, Option<i64>)>,
+    /// The `files` rows of the actions before the cut.
+    pub files: Vec<FileRow>,
+    /// Every turn that ends before the cut is committed.
+    pub all_committed: bool,
+    /// The turn the cut falls inside (not at its start), if any.
+    pub open_turn: Option<OpenTurn>,
+}
+
+/// A turn a cut falls inside: what its part before the cut decides about it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OpenTurn {
+    /// Its id.
+    pub turn_id: String,
+    /// When it started.
+    pub started_at_ms: Option<i64>,
+    /// Its part before the cut holds a tool result.
+    pub has_result: bool,
+    /// Its part before the cut holds an assistant message.
+    pub has_assistant: bool,
+    /// Its part before the cut was answered (an assistant message after its last result).
+    pub answered: bool,
+    /// The time of its last timed message before the cut.
+    pub last_time: Option<i64>,
+    /// Its first usage row's seq.
+    pub usage_from: usize,
+}
+
+impl OpenTurn {
+    /// The turn's state once `messages` (its next part, in order) join it.
+    fn extend<'a>(&self, messages: impl Iterator<Item = &'a MessageRow>) -> OpenTurn {
+        let mut next = self.clone();
+        for m in messages {
+            if m.has_result {
+                next.has_result = true;
+                next.answered = false;
+            }
+            if m.role == "assistant" {
+                next.has_assistant = true;
+                next.answered = true;
+            }
+            next.last_time = m.occurred_at_ms.or(next.last_time);
+        }
+        next
+    }
+}
+
+impl Default for Prefix {
+    fn default() -> Self {
+        Prefix {
+            events: 0,
+            messages: 0,
+            usage: 0,
+            turns: 0,
+            counters: Counters::default(),
+            first_authored: None,
+            first_user: None,
+            files: Vec::new(),
+            all_committed: true,
+            open_turn: None,
+        }
+    }
+}
+
+/// Where a session's rows are cut: the first record, message, usage row and turn after it,
+/// counted in the rows being written (local to them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cut {
+    pub event: usize,
+    pub message: usize,
+    pub usage: usize,
+    /// The first turn row after the cut: the turn it falls inside, or the next one.
+    pub turn: usize,
+    /// The turn the cut falls inside (not at its start), if any.
+    pub open_turn: Option<usize>,
+}
+
+impl Prefix {
+    /// The prefix once the rows of `rows` before `cut` join it (`rows` continue `self`).
+    pub fn advance(&self, rows: &SessionRows, cut: Cut) -> Prefix {
+        let before = rows.messages.get(..cut.message).unwrap_or(&rows.messages);
+        let mut counters = self.counters;
+        for m in before {
+            counters.add(m);
+        }
+        let local = rows.message_index();
+        let actions: Vec<ActionRow> = rows
+            .actions
+            .iter()
+            .filter(|a| {
+                local
+                    .get(a.message_id.as_str())
+                    .is_some_and(|&i| i < cut.message)
+            })
+            .cloned()
+            .collect();
+        Prefix {
+            events: self.events + cut.event,
+            messages: self.messages + cut.message,
+            usage: self.usage + cut.usage,
+            // Turns started before the cut: those wholly before it and the one it falls
+            // inside (a continued turn, row 0, is counted already).
+            turns: self.turns + cut.turn + usize::from(cut.open_turn.is_some())
+                - usize::from(
+                    self.open_turn.is_some() && (cut.turn > 0 || cut.open_turn.is_some()),
+                ),
+            counters,
+            first_authored: if self.counters.authored_user_messages > 0 {
+                self.first_authored.clone()
+            } else {
+                before.iter().find(|m| m.authored).and_then(title_of)
+            },
+            first_user: self.first_user.clone().or_else(|| {
+                before
+                    .iter()
+                    .find(|m| m.role == "user")
+                    .map(|m| (m.text.clone(), m.occurred_at_ms))
+            }),
+            files: derive_files(self.files.clone(), &actions),
+            all_committed: self.all_committed
+                && rows.turns.iter().take(cut.turn).all(|t| t.committed),
+            open_turn: cut.open_turn.and_then(|t| {
+                let turn = rows.turns.get(t)?;
+                let start = match (&self.open_turn, t) {
+                    (Some(open), 0) => open.clone(),
+                    _ => OpenTurn {
+                        turn_id: turn.turn_id.clone(),
+                        started_at_ms: turn.started_at_ms,
+                        usage_from: self.usage
+                            + rows
+                                .usage
+                                .iter()
+                                .position(|u| u.turn == Some(t))
+                                .unwrap_or(cut.usage),
+                        ..OpenTurn::default()
+                    },
+                };
+                Some(start.extend(before.iter().filter(|m| m.turn == Some(t))))
+            }),
+        }
+    }
+}
+
+/// The title an authored message gives a session with no title of its own.
+fn title_of(m: &MessageRow) -> Option<String> {
+    let t: String = m.text.chars().take(80).collect();
+    let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!t.is_empty()).then_some(t)
+}
+
 /// Derives every row of one session.
 pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
+    derive_after(draft, owner, &Prefix::default())
+}
+
+/// Derives the rows of a session after a cut: `draft` holds what follows the cut (its indexes
+/// local to it) and the session-wide fields; ids, positions and seqs continue `prefix`.
+pub fn derive_after(draft: SessionDraft, owner: Option<&str>, prefix: &Prefix) -> SessionRows {
     let session_id = draft.session_id();
-    let (turns, turn_of_event) = derive_turns(&draft);
+    let (turns, turn_of_event) = derive_turns(&draft, prefix);
     let turn_at = |event_index: usize| turn_of_event.get(event_index).copied().flatten();
 
     let mut messages = Vec::with_capacity(draft.messages.len());
     let mut blocks = Vec::new();
-    for (position, m) in draft.messages.iter().enumerate() {
+    for (local, m) in draft.messages.iter().enumerate() {
+        let position = prefix.messages + local;
         let message_id = format!("{session_id}/m{position}");
         let text = m
             .blocks
@@ -255,18 +497,29 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
             is_sidechain: m.is_sidechain,
             turn: turn_at(m.event_index),
             hidden: m.hidden,
-            event_seq: m.event_index as i64,
+            event_seq: (prefix.events + m.event_index) as i64,
+            authored: is_authored(m),
+            uses_tool: m.blocks.iter().any(|b| b.kind == BlockKind::ToolUse),
+            thinks: m.blocks.iter().any(|b| b.kind == BlockKind::Thinking),
+            has_result: m.blocks.iter().any(|b| b.kind == BlockKind::ToolResult),
+            pasted: m.pasted,
         });
     }
 
     let actions = derive_actions(&draft, &messages, &mut blocks);
-    let files = derive_files(&actions);
+    let files = derive_files(prefix.files.clone(), &actions);
     let observed = derive_observed(&session_id, &draft, &actions);
     let mut snapshots = draft.snapshots.clone();
     // A fork continues its origin's context rather than starting from a hand-off.
+    let first_user = prefix.first_user.clone().or_else(|| {
+        messages
+            .iter()
+            .find(|m| m.role == "user")
+            .map(|m| (m.text.clone(), m.occurred_at_ms))
+    });
     if draft.parent_native_id.is_some()
         && draft.branch_type != Some("fork")
-        && let Some(first) = messages.iter().find(|m| m.role == "user")
+        && let Some((text, occurred_at_ms)) = first_user
     {
         snapshots.insert(
             0,
@@ -278,8 +531,8 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
                     "fresh"
                 }),
                 segment: Some("prompt"),
-                text: first.text.clone(),
-                occurred_at_ms: first.occurred_at_ms,
+                text,
+                occurred_at_ms,
             },
         );
     }
@@ -319,7 +572,7 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
             response_key: u
                 .response_key
                 .clone()
-                .unwrap_or_else(|| format!("{session_id}#u{i}")),
+                .unwrap_or_else(|| format!("{session_id}#u{}", prefix.usage + i)),
             via: u.via,
             subagent_session_id: u
                 .subagent_native_id
@@ -334,12 +587,13 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
             tokens: u.tokens,
             occurred_at_ms: u.occurred_at_ms,
             turn: turn_at(u.event_index),
+            seq: (prefix.usage + i) as i64,
         })
         .collect::<Vec<_>>();
     // The token sums stay 0 here: they are sums of the usage rows the session owns, which only
     // the archive knows (`store` resolves them after writing the file).
-    let session = session_row(&draft, &session_id, owner, &messages);
-    let run_status = if turns.iter().all(|t| t.committed) {
+    let session = session_row(&draft, &session_id, owner, &messages, prefix);
+    let run_status = if prefix.all_committed && turns.iter().all(|t| t.committed) {
         "completed"
     } else {
         "incomplete"
@@ -348,10 +602,10 @@ pub fn derive(draft: SessionDraft, owner: Option<&str>) -> SessionRows {
         .events
         .into_iter()
         .enumerate()
-        .map(|(seq, event)| EventRow {
-            seq: seq as i64,
+        .map(|(local, event)| EventRow {
+            seq: (prefix.events + local) as i64,
             event,
-            turn: turn_at(seq),
+            turn: turn_at(local),
         })
         .collect();
     SessionRows {
@@ -423,11 +677,29 @@ fn is_authored(m: &MessageDraft) -> bool {
     m.role == Role::User && !m.injected
 }
 
-/// Turns and, for each event index, the turn it falls in.
-fn derive_turns(draft: &SessionDraft) -> (Vec<TurnRow>, Vec<Option<usize>>) {
+/// Turns and, for each event index, the turn it falls in. Turns started before the draft are
+/// `prefix.turns`; the one its first records continue is `prefix.open_turn`.
+fn derive_turns(draft: &SessionDraft, prefix: &Prefix) -> (Vec<TurnRow>, Vec<Option<usize>>) {
     let n = draft.events.len();
+    let before = prefix.turns;
+    let open = prefix
+        .open_turn
+        .as_ref()
+        .filter(|_| !draft.has_turn_markers);
     let event_time = |i: usize| draft.events.get(i).and_then(|e| e.time);
     let mut starts: Vec<(usize, TurnRow)> = Vec::new();
+    if let Some(open) = open {
+        starts.push((
+            0,
+            TurnRow {
+                turn_id: open.turn_id.clone(),
+                started_at_ms: open.started_at_ms,
+                completed_at_ms: None,
+                committed: false,
+            },
+        ));
+    }
+    let continuing = starts.len();
     if draft.has_turn_markers {
         let mut markers = draft.turn_markers.clone();
         markers.sort_by_key(|m| m.start_event);
@@ -444,7 +716,7 @@ fn derive_turns(draft: &SessionDraft) -> (Vec<TurnRow>, Vec<Option<usize>>) {
         }
     } else {
         for m in draft.messages.iter().filter(|m| is_authored(m)) {
-            let k = starts.len() + 1;
+            let k = before + starts.len() - continuing + 1;
             starts.push((
                 m.event_index,
                 TurnRow {
@@ -489,18 +761,29 @@ fn derive_turns(draft: &SessionDraft) -> (Vec<TurnRow>, Vec<Option<usize>>) {
                 .iter()
                 .rposition(|m| m.blocks.iter().any(|b| b.kind == BlockKind::ToolResult));
             let last_assistant = in_turn.iter().rposition(|m| m.role == Role::Assistant);
+            // The part of a continued turn before the cut, when this draft's part decides
+            // nothing (no result, no assistant message).
+            let earlier = open.filter(|_| t == 0);
             let answered = match (last_result, last_assistant) {
                 (Some(r), Some(a)) => a > r,
+                (Some(_), None) => false,
                 (None, Some(_)) => true,
-                _ => false,
+                (None, None) => earlier.is_some_and(|o| o.answered),
             };
+            let any_assistant =
+                last_assistant.is_some() || earlier.is_some_and(|o| o.has_assistant);
             turn.committed = answered && uses.iter().all(|u| results.contains(u));
             if turn.committed {
                 turn.completed_at_ms = in_turn
                     .iter()
                     .rev()
                     .find_map(|m| m.occurred_at_ms)
-                    .or_else(|| last_assistant.and_then(|_| event_time(n.saturating_sub(1))));
+                    .or(earlier.and_then(|o| o.last_time))
+                    .or_else(|| {
+                        any_assistant
+                            .then(|| event_time(n.saturating_sub(1)))
+                            .flatten()
+                    });
             }
         }
     }
@@ -630,9 +913,13 @@ fn followup(draft: &SessionDraft, after: usize, tool: &str) -> &'static str {
     }
 }
 
-fn derive_files(actions: &[ActionRow]) -> Vec<FileRow> {
-    let mut files: Vec<FileRow> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+/// The `files` rows: `files` (those of earlier actions) extended with `actions`.
+fn derive_files(mut files: Vec<FileRow>, actions: &[ActionRow]) -> Vec<FileRow> {
+    let mut index: HashMap<String, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.path.clone(), i))
+        .collect();
     for a in actions {
         let Some(path) = a.tool_path.as_deref() else {
             continue;
@@ -645,7 +932,7 @@ fn derive_files(actions: &[ActionRow]) -> Vec<FileRow> {
                 f.last_tool_use_block_id = a.tool_use_block_id.clone();
             }
             None => {
-                index.insert(path, files.len());
+                index.insert(path.to_string(), files.len());
                 files.push(FileRow {
                     path: path.to_string(),
                     action_count: 1,
@@ -721,12 +1008,13 @@ fn session_row(
     session_id: &str,
     owner: Option<&str>,
     messages: &[MessageRow],
+    prefix: &Prefix,
 ) -> SessionRow {
     let parent = draft
         .parent_native_id
         .as_deref()
         .map(|p| super::model::session_id(draft.origin, p));
-    let mut row = SessionRow {
+    let row = SessionRow {
         session_id: session_id.to_string(),
         origin: draft.origin.as_str(),
         native_id: draft.native_id.clone(),
@@ -735,13 +1023,11 @@ fn session_row(
         parent_session_id: parent,
         branch_type: draft.branch_type,
         title: draft.title.clone().or_else(|| {
-            messages
-                .iter()
-                .zip(&draft.messages)
-                .find(|(_, d)| is_authored(d))
-                .map(|(m, _)| m.text.chars().take(80).collect::<String>())
-                .map(|t| t.split_whitespace().collect::<Vec<_>>().join(" "))
-                .filter(|t| !t.is_empty())
+            if prefix.counters.authored_user_messages > 0 {
+                prefix.first_authored.clone()
+            } else {
+                messages.iter().find(|m| m.authored).and_then(title_of)
+            }
         }),
         cwd: draft.cwd.clone(),
         repo: repo_name(draft.git_remote.as_deref(), draft.cwd.as_deref()),
@@ -756,34 +1042,39 @@ fn session_row(
         reported_cost_usd: draft.reported_cost_usd,
         ..SessionRow::default()
     };
-    for (m, d) in messages.iter().zip(&draft.messages) {
-        row.message_count += 1;
-        row.word_count += m.word_count;
-        match d.role {
-            Role::User => {
-                row.user_messages += 1;
-                row.user_words += m.word_count;
-                if is_authored(d) {
-                    row.authored_user_messages += 1;
-                    row.authored_user_words += m.word_count;
-                }
-            }
-            Role::Assistant => {
-                row.assistant_messages += 1;
-                row.assistant_words += m.word_count;
-            }
-            Role::System => row.system_messages += 1,
-            Role::Tool => row.tool_messages += 1,
-        }
-        if d.blocks.iter().any(|b| b.kind == BlockKind::ToolUse) {
-            row.tool_use_messages += 1;
-        }
-        if d.blocks.iter().any(|b| b.kind == BlockKind::Thinking) {
-            row.thinking_messages += 1;
-        }
-        if d.pasted {
-            row.paste_messages += 1;
-        }
+    let mut counters = prefix.counters;
+    for m in messages {
+        counters.add(m);
     }
-    row
+    let Counters {
+        message_count,
+        word_count,
+        user_messages,
+        authored_user_messages,
+        assistant_messages,
+        system_messages,
+        tool_messages,
+        tool_use_messages,
+        thinking_messages,
+        paste_messages,
+        user_words,
+        authored_user_words,
+        assistant_words,
+    } = counters;
+    SessionRow {
+        message_count,
+        word_count,
+        user_messages,
+        authored_user_messages,
+        assistant_messages,
+        system_messages,
+        tool_messages,
+        tool_use_messages,
+        thinking_messages,
+        paste_messages,
+        user_words,
+        authored_user_words,
+        assistant_words,
+        ..row
+    }
 }

@@ -4,7 +4,9 @@
 //! adapter (`claude_code`, `codex`, `chatgpt`, `claude_ai`, `gemini`, `aistudio`) reads records
 //! into drafts (`model`) → `derive` computes the derived facts → `store` writes each file in one
 //! transaction (`writer` batches whole files). Parsing runs on a second thread while the first
-//! one writes. [`reindex`] re-derives sessions from the archive's own records; [`assertions`]
+//! one writes. A file is checked against its archived hash (`chunks`: for a grown file, only its
+//! archived prefix's last chunks); a grown single-session JSONL file is read from where it was
+//! left and its session derived again from its last cut (`tail`). [`reindex`] re-derives sessions from the archive's own records; [`assertions`]
 //! adds tags, notes and imported claims.
 //!
 //! The public API is small: [`ingest`] (or [`ingest_reporting`], which tells a callback how far
@@ -14,6 +16,7 @@
 mod aistudio;
 pub mod assertions;
 mod chatgpt;
+mod chunks;
 mod claude_ai;
 mod claude_code;
 mod codex;
@@ -27,6 +30,7 @@ mod model;
 mod reindex;
 mod store;
 mod summary;
+mod tail;
 mod text;
 pub mod watch;
 mod writer;
@@ -80,6 +84,10 @@ pub struct IngestOptions {
     /// changes the size; only a rewrite to the same size that also keeps an older modification
     /// time goes unseen. `quarry report`'s refresh uses it; `quarry ingest` reads every file.
     pub quick_check: bool,
+    /// Read every file whole and compare it with its archived hash, instead of the cheap check
+    /// of its last chunks (`quarry ingest --verify`): a change anywhere in an archived prefix is
+    /// found.
+    pub verify: bool,
 }
 
 /// Failures that stop an ingest before it starts.
@@ -111,7 +119,22 @@ enum Work {
         state: Option<FileState>,
         diagnostics: Vec<Diagnostic>,
         unsupported: bool,
+        /// Bytes read from the file.
+        read: u64,
     },
+}
+
+impl Work {
+    /// A file that needs nothing or cannot be ingested.
+    fn skip(bytes: u64, state: Option<FileState>, diagnostics: Vec<Diagnostic>, read: u64) -> Self {
+        Work::Skip {
+            bytes,
+            state,
+            diagnostics,
+            unsupported: false,
+            read,
+        }
+    }
 }
 
 /// Ingests `options.paths` (or the default locations) into `archive`.
@@ -174,6 +197,7 @@ pub fn ingest_reporting(
         machine: options.machine.clone(),
         replace: options.replace.iter().map(|p| canonical_name(p)).collect(),
         quick_check: options.quick_check,
+        verify: options.verify,
     };
     let (sender, receiver) = mpsc::sync_channel::<Work>(2);
     let parser = std::thread::spawn(move || parse_all(candidates, &archive_path, &context, sender));
@@ -190,9 +214,11 @@ pub fn ingest_reporting(
                 state,
                 diagnostics,
                 unsupported,
+                read,
             } => {
                 summary.files_seen += 1;
                 summary.bytes += bytes;
+                summary.bytes_read += read;
                 match state {
                     Some(FileState::Unchanged) => summary.files_unchanged += 1,
                     Some(FileState::Rewritten) => summary.files_rewritten += 1,
@@ -252,6 +278,8 @@ struct FileContext {
     replace: Vec<String>,
     /// [`IngestOptions::quick_check`].
     quick_check: bool,
+    /// [`IngestOptions::verify`].
+    verify: bool,
 }
 
 /// A session id some file of this run (or the archive) already holds: that file and its size.
@@ -271,17 +299,17 @@ fn parse_all(
     let mut claimed: HashMap<String, Claim> = HashMap::new();
     for candidate in candidates {
         let work = match candidate {
-            Candidate::Unreadable(path, reason) => Work::Skip {
-                bytes: 0,
-                state: None,
-                diagnostics: vec![Diagnostic {
+            Candidate::Unreadable(path, reason) => Work::skip(
+                0,
+                None,
+                vec![Diagnostic {
                     file: path.display().to_string(),
                     line: None,
                     kind: "unreadable",
                     reason,
                 }],
-                unsupported: false,
-            },
+                0,
+            ),
             Candidate::File(path) => prepare_file(&path, conn.as_ref(), context, &mut claimed),
         };
         if sender.send(work).is_err() {
@@ -308,58 +336,95 @@ fn prepare_file(
     if context.quick_check
         && let Some(size) = conn.and_then(|c| store::unchanged_by_stat(c, &name, path))
     {
-        return Work::Skip {
-            bytes: size,
-            state: Some(FileState::Unchanged),
-            diagnostics: Vec::new(),
-            unsupported: false,
-        };
+        return Work::skip(size, Some(FileState::Unchanged), Vec::new(), 0);
+    }
+    let file_id = file_identity(path);
+    let archived = conn.and_then(|c| store::archived_file(c, &name));
+    let whole_document = name.ends_with(".json");
+    let mut read_before = 0;
+    let mut reread = None;
+    if let (Some(c), Some((chain, archived_id)), false, false) =
+        (conn, &archived, context.verify, whole_document)
+        && !chain.links.is_empty()
+        && *archived_id == file_id
+    {
+        let resume = tail::archived(c, &name);
+        let want = resume.as_ref().map_or(u64::MAX, |r| r.offset);
+        match chunks::check(path, chain, want) {
+            Ok(Some((chunks::Checked::Unchanged, read))) => {
+                return Work::skip(chain.size, Some(FileState::Unchanged), Vec::new(), read);
+            }
+            Ok(Some((chunks::Checked::Rewritten, read))) if !context.replace.contains(&name) => {
+                return rewritten(name, chain.size.max(file_size(path)), read);
+            }
+            Ok(Some((
+                chunks::Checked::Grew {
+                    from,
+                    bytes,
+                    chain: grown,
+                },
+                read,
+            ))) => {
+                read_before = read;
+                reread = Some("it holds no resumable session");
+                if let Some(state) = resume
+                    && own_session(c, &name, &state.session_id, claimed)
+                {
+                    match continue_file(
+                        c,
+                        &name,
+                        context,
+                        &state,
+                        &bytes,
+                        from,
+                        grown,
+                        read,
+                        file_id.clone(),
+                    ) {
+                        Ok(work) => {
+                            claimed.insert(
+                                state.session_id.clone(),
+                                Claim {
+                                    path: name.clone(),
+                                    size: state.offset as i64,
+                                },
+                            );
+                            return work;
+                        }
+                        Err(why) => reread = Some(why),
+                    }
+                }
+            }
+            _ => {}
+        }
     }
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {
-            return Work::Skip {
-                bytes: 0,
-                state: None,
-                diagnostics: vec![Diagnostic {
+            return Work::skip(
+                0,
+                None,
+                vec![Diagnostic {
                     file: name,
                     line: None,
                     kind: "unreadable",
                     reason: e.to_string(),
                 }],
-                unsupported: false,
-            };
+                read_before,
+            );
         }
     };
+    let read = read_before + bytes.len() as u64;
     let size = bytes.len() as i64;
-    let hash = blake3::hash(&bytes).to_hex().to_string();
-    let state = conn
-        .and_then(|c| store::file_state(c, &name, &bytes, &hash).ok())
-        .unwrap_or(FileState::New);
+    let chain = chunks::Chain::of(&bytes);
+    let state = store::file_state(archived.as_ref().map(|(c, _)| c), &bytes, &chain);
     if state == FileState::Unchanged {
-        return Work::Skip {
-            bytes: size as u64,
-            state: Some(state),
-            diagnostics: Vec::new(),
-            unsupported: false,
-        };
+        return Work::skip(size as u64, Some(state), Vec::new(), read);
     }
-    let whole_document = name.ends_with(".json");
     if state == FileState::Rewritten && !whole_document && !context.replace.contains(&name) {
-        return Work::Skip {
-            bytes: size as u64,
-            state: Some(state),
-            diagnostics: vec![Diagnostic {
-                file: name.clone(),
-                line: None,
-                kind: "source_rewritten",
-                reason: format!(
-                    "the file no longer starts with the content archived from it (it shrank or its earlier records changed); its archived sessions are kept and the new content is not ingested (replace them with `quarry ingest --replace {name}`)"
-                ),
-            }],
-            unsupported: false,
-        };
+        return rewritten(name, size as u64, read);
     }
+    let ends = tail::complete_lines(&bytes);
     let (format, mut parsed) = parse_bytes(&name, &bytes);
     drop(bytes);
     let Some(format) = format else {
@@ -375,6 +440,7 @@ fn prepare_file(
             state: Some(state),
             diagnostics,
             unsupported: true,
+            read,
         };
     };
     let origin = parsed
@@ -384,6 +450,8 @@ fn prepare_file(
         .unwrap_or_else(|| format!("{format:?}"));
     let mut copy_of = None;
     let mut sessions = Vec::with_capacity(parsed.sessions.len());
+    let single = parsed.sessions.len() == 1;
+    let mut draft_resume = None;
     for mut draft in std::mem::take(&mut parsed.sessions) {
         let mut id = draft.session_id();
         let claim = claimed
@@ -420,8 +488,15 @@ fn prepare_file(
                 size,
             },
         );
+        if single {
+            draft_resume = draft.resume.take();
+        }
         sessions.push(derive::derive(draft, context.owner.as_deref()));
     }
+    let resume = match (&sessions[..], ends) {
+        ([rows], Some(ends)) => tail::cut_whole(ends, parsed.records, draft_resume.as_ref(), rows),
+        _ => None,
+    };
     if whole_document && state != FileState::New {
         parsed
             .diagnostics
@@ -432,17 +507,129 @@ fn prepare_file(
             path: name,
             origin,
             size,
-            hash,
+            hash: chain.hash.clone(),
             records: parsed.records as i64,
             machine: context.machine.clone(),
             copy_of: if sessions.is_empty() { copy_of } else { None },
             keep_missing: whole_document,
             grew: state == FileState::Appended,
+            links: Some(chain.links),
+            file_id,
         },
         state,
         sessions,
         parsed,
+        resume,
+        continued: None,
+        bytes_read: read,
+        reread,
     }))
+}
+
+/// The skip of an append-only file that no longer starts with its archived content.
+fn rewritten(name: String, size: u64, read: u64) -> Work {
+    let reason = format!(
+        "the file no longer starts with the content archived from it (it shrank or its earlier records changed); its archived sessions are kept and the new content is not ingested (replace them with `quarry ingest --replace {name}`)"
+    );
+    Work::skip(
+        size,
+        Some(FileState::Rewritten),
+        vec![Diagnostic {
+            file: name,
+            line: None,
+            kind: "source_rewritten",
+            reason,
+        }],
+        read,
+    )
+}
+
+/// Whether the session a resume state names is this file's own (no other file of the archive or
+/// of this run holds it).
+fn own_session(
+    conn: &Connection,
+    name: &str,
+    session_id: &str,
+    claimed: &HashMap<String, Claim>,
+) -> bool {
+    claimed.get(session_id).is_none_or(|c| c.path == name)
+        && store::session_source(conn, session_id)
+            .ok()
+            .flatten()
+            .is_some_and(|(path, _)| path == name)
+}
+
+/// A grown file read from where it was left (`tail`); the reason when it must be read whole.
+#[allow(clippy::too_many_arguments)]
+fn continue_file(
+    conn: &Connection,
+    name: &str,
+    context: &FileContext,
+    state: &tail::ResumeState,
+    bytes: &[u8],
+    from: u64,
+    chain: chunks::Chain,
+    read: u64,
+    file_id: Option<String>,
+) -> Result<Work, &'static str> {
+    let data = state
+        .offset
+        .checked_sub(from)
+        .and_then(|skip| bytes.get(usize::try_from(skip).ok()?..))
+        .ok_or("the archived read state lies outside the file")?;
+    let mut parsed = model::ParsedFile::default();
+    let continued = tail::read(
+        conn,
+        name,
+        state,
+        data,
+        context.owner.as_deref(),
+        &mut parsed,
+    )
+    .map_err(|claude_code::Whole(why)| why)?;
+    Ok(Work::Write(Box::new(writer::PendingFile {
+        stamp: FileStamp {
+            path: name.to_string(),
+            origin: continued.rows.session.origin.to_string(),
+            size: chain.size as i64,
+            hash: chain.hash,
+            records: continued.records as i64,
+            machine: context.machine.clone(),
+            copy_of: None,
+            keep_missing: false,
+            grew: true,
+            links: Some(chain.links),
+            file_id,
+        },
+        state: FileState::Appended,
+        sessions: vec![continued.rows],
+        parsed,
+        resume: Some(continued.resumable),
+        continued: Some(continued.continued),
+        bytes_read: read,
+        reread: None,
+    })))
+}
+
+/// The file's size now (0 when it cannot be read).
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+/// The file's identity, `device:inode` (`None` where the platform has none).
+fn file_identity(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| format!("{}:{}", m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// Whether two archived paths name the same file in different folders (`<session>.jsonl` on

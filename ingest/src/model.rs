@@ -432,6 +432,43 @@ pub struct SessionDraft {
     pub snapshots: Vec<SnapshotDraft>,
     /// Hand-offs to subagents.
     pub delegations: Vec<DelegationDraft>,
+    /// Where a later read of the same file, grown, may continue instead of reading it whole
+    /// (adapters that can resume fill it; `tail` picks one).
+    pub resume: Option<Resume>,
+}
+
+/// The places in a session's records where its reading could stop and later continue: each turn
+/// start whose adapter state is known, and the spans of records a resumed read must not cut.
+#[derive(Debug, Clone, Default)]
+pub struct Resume {
+    /// Candidate cuts, in record order.
+    pub checkpoints: Vec<Checkpoint>,
+    /// `(first, last)` record indexes of one message or response read from several records: no
+    /// cut may fall after `first` and at or before `last`.
+    pub spans: Vec<(usize, usize)>,
+}
+
+/// The state of a session's reading just before one of its records (one that opens a message).
+#[derive(Clone)]
+pub struct Checkpoint {
+    /// The record's index in this read (local to it).
+    pub event: usize,
+    /// Messages read before it.
+    pub messages: usize,
+    /// Usage drafts before it.
+    pub usage: usize,
+    /// The adapter's own state there, opaque to everything but the adapter.
+    pub state: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for Checkpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("event", &self.event)
+            .field("messages", &self.messages)
+            .field("usage", &self.usage)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SessionDraft {
@@ -458,6 +495,7 @@ impl SessionDraft {
             has_turn_markers: false,
             snapshots: Vec::new(),
             delegations: Vec::new(),
+            resume: None,
         }
     }
 

@@ -82,7 +82,8 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
     let titles_before = titles(conn)?;
     let files: Vec<FileStamp> = {
         let mut stmt = conn.prepare(
-            "SELECT f.path, f.origin, f.size, f.hash, f.records, f.machine, f.copy_of
+            "SELECT f.path, f.origin, f.size, f.hash, f.records, f.machine, f.copy_of, f.chunks,
+                    f.file_id
              FROM source_files f
              WHERE f.path NOT LIKE '%.json'
                AND EXISTS (SELECT 1 FROM sessions s WHERE s.source_path = f.path)
@@ -99,6 +100,8 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
                 copy_of: r.get(6)?,
                 keep_missing: false,
                 grew: false,
+                links: r.get(7)?,
+                file_id: r.get(8)?,
             })
         })?
         .collect::<Result<_, _>>()?
@@ -109,7 +112,9 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
     {
         let sessions = rederive_file(conn, &stamp, &mut summary.diagnostics)?;
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        match store::write_file(conn, &stamp, &sessions).and_then(|_| store::resolve_usage(conn)) {
+        match store::write_file(conn, &stamp, &sessions, None, None)
+            .and_then(|_| store::resolve_usage(conn))
+        {
             Ok(_) => conn.execute_batch("COMMIT")?,
             Err(e) => {
                 conn.execute_batch("ROLLBACK")?;

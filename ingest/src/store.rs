@@ -16,7 +16,9 @@ use quarry_archive::{
     fulltext_insert_statement, insert_statement, upsert_statement,
 };
 
-use super::derive::SessionRows;
+use super::chunks::Chain;
+use super::derive::{Cut, SessionRows};
+use super::tail::{Continued, Marks, Resumable};
 
 use super::text::fold_for_index;
 
@@ -44,6 +46,10 @@ pub struct FileStamp {
     /// The file only grew since it was archived (an append-only source written further): its
     /// sessions keep their replacement epoch, so read cursors into them stay valid.
     pub grew: bool,
+    /// The chain's last links (`source_files.chunks`), `None` for a hash of another kind.
+    pub links: Option<String>,
+    /// The file's identity (`device:inode`).
+    pub file_id: Option<String>,
 }
 
 /// How a file stands against the archive.
@@ -62,34 +68,51 @@ pub enum FileState {
     Rewritten,
 }
 
-/// Compares a file's content with what the archive recorded of it: `source_files` keeps the
-/// archived length and the hash of those bytes.
-pub fn file_state(
-    conn: &Connection,
-    path: &str,
-    bytes: &[u8],
-    hash: &str,
-) -> rusqlite::Result<FileState> {
-    let mut stmt = conn.prepare_cached("SELECT size, hash FROM source_files WHERE path = ?1")?;
-    let mut rows = stmt.query([path])?;
-    Ok(match rows.next()? {
-        None => FileState::New,
-        Some(row) => {
-            let (archived, archived_hash): (i64, String) = (row.get(0)?, row.get(1)?);
-            let size = bytes.len() as i64;
-            if archived == size && archived_hash == hash {
-                FileState::Unchanged
-            } else if archived < size
-                && bytes
-                    .get(..archived as usize)
-                    .is_some_and(|prefix| blake3::hash(prefix).to_hex().as_str() == archived_hash)
-            {
-                FileState::Appended
-            } else {
-                FileState::Rewritten
-            }
+/// What the archive recorded of a file: its chain (size, hash, links; the links are empty for
+/// a plain blake3 written before version 8) and identity.
+pub fn archived_file(conn: &Connection, path: &str) -> Option<(Chain, Option<String>)> {
+    conn.prepare_cached("SELECT size, hash, chunks, file_id FROM source_files WHERE path = ?1")
+        .ok()?
+        .query_row([path], |r| {
+            Ok((
+                Chain {
+                    size: r.get::<_, i64>(0)? as u64,
+                    hash: r.get(1)?,
+                    links: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                },
+                r.get(3)?,
+            ))
+        })
+        .optional()
+        .ok()?
+}
+
+/// Compares a file's whole content with what the archive recorded of it (`archived`, from
+/// [`archived_file`]); `chain` is the content's own.
+pub fn file_state(archived: Option<&Chain>, bytes: &[u8], chain: &Chain) -> FileState {
+    let Some(archived) = archived else {
+        return FileState::New;
+    };
+    let size = bytes.len() as u64;
+    let prefix_hash = |prefix: &[u8]| {
+        if archived.links.is_empty() {
+            blake3::hash(prefix).to_hex().to_string()
+        } else {
+            Chain::of(prefix).hash
         }
-    })
+    };
+    if archived.size == size && (archived.hash == chain.hash || prefix_hash(bytes) == archived.hash)
+    {
+        FileState::Unchanged
+    } else if archived.size < size
+        && bytes
+            .get(..archived.size as usize)
+            .is_some_and(|prefix| prefix_hash(prefix) == archived.hash)
+    {
+        FileState::Appended
+    } else {
+        FileState::Rewritten
+    }
 }
 
 /// The file's size when its size is the archived size and it was last modified more than two
@@ -128,20 +151,154 @@ pub fn session_source(
 
 /// Replaces everything `stamp.path` contributed with `sessions` and bumps the generation, inside
 /// the caller's transaction (see `writer`), which calls [`resolve_usage`] before it commits.
-/// Returns the rows written.
+/// With `continued`, the one session's rows after the archived cut are replaced instead (a
+/// continued read, `tail`); with `resume`, where the next read continues is kept. Returns the
+/// rows written.
 pub fn write_file(
     conn: &Connection,
     stamp: &FileStamp,
     sessions: &[SessionRows],
+    resume: Option<&Resumable>,
+    continued: Option<&Continued>,
 ) -> rusqlite::Result<usize> {
-    write_file_rows(conn, stamp, sessions)
+    let (rows, marks) = match (continued, sessions) {
+        (Some(continued), [session]) => write_continued(conn, stamp, session, continued, resume)?,
+        _ => write_file_rows(conn, stamp, sessions, resume)?,
+    };
+    conn.prepare_cached("DELETE FROM source_resume WHERE path = ?1")?
+        .execute([&stamp.path])?;
+    if let (Some(resume), Some(marks)) = (resume, marks) {
+        let mut state = resume.state.clone();
+        state.marks = marks;
+        let text = serde_json::to_string(&state)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+        conn.prepare_cached("INSERT INTO source_resume (path, state) VALUES (?1, ?2)")?
+            .execute([&stamp.path, &text])?;
+    }
+    Ok(rows)
+}
+
+/// The rows of a continued read: the session's rows after the archived cut, its session-wide
+/// rows (`sessions`, `runs`, `files`, `context_snapshots`, its `session_started` event) and the
+/// usage rows from the cut are replaced; the rows before the cut stay.
+fn write_continued(
+    tx: &Connection,
+    stamp: &FileStamp,
+    s: &SessionRows,
+    continued: &Continued,
+    resume: Option<&Resumable>,
+) -> rusqlite::Result<(usize, Option<Marks>)> {
+    let sid = s.session.session_id.as_str();
+    let (epoch, machine, created_at): (i64, Option<String>, Option<i64>) = tx
+        .prepare_cached(
+            "SELECT replacement_epoch, machine, created_at FROM sessions WHERE session_id = ?1",
+        )?
+        .query_row([sid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let m = &continued.marks;
+    // Responses to resolve again: those recorded after the cut, before and now, and those of
+    // the turn the cut fell inside (their commitment may change); every one of the session's
+    // when its start moved (the earliest session owns a shared response).
+    let mut keys: Vec<String> = Vec::new();
+    let everything = created_at != s.session.created_at;
+    let from = continued.turn_usage_from.unwrap_or(continued.usage_from);
+    for sql in [
+        "SELECT response_key FROM usage_records WHERE session_id = ?1 AND (seq >= ?2 OR ?3)",
+        "SELECT response_key FROM usage_records WHERE subagent_session_id = ?1 AND ?3",
+    ] {
+        let mut stmt = tx.prepare_cached(sql)?;
+        let found = stmt.query_map(params![sid, from as i64, everything], |r| {
+            r.get::<_, String>(0)
+        })?;
+        for key in found {
+            keys.push(key?);
+        }
+    }
+    mark_affected(tx, keys.iter())?;
+    tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_sessions VALUES (?1)")?
+        .execute([sid])?;
+    tx.prepare_cached(NOTE_SESSION_PARTITION)?.execute([sid])?;
+    tx.prepare_cached(&format!("{FTS_DELETE_SESSION} AND rowid >= ?2"))?
+        .execute(params![sid, m.blocks])?;
+    for (table, key, from) in [
+        ("messages", "session_id", m.messages),
+        ("blocks", "session_id", m.blocks),
+        ("actions", "session_id", m.actions),
+        ("events_raw", "session_id", m.events),
+        ("turns", "session_id", m.turns),
+        ("delegations", "parent_session_id", m.delegations),
+    ] {
+        tx.prepare_cached(&format!(
+            "DELETE FROM {table} WHERE {key} = ?1 AND rowid >= ?2"
+        ))?
+        .execute(params![sid, from])?;
+    }
+    tx.prepare_cached(
+        "DELETE FROM observed_events WHERE session_id = ?1 AND (rowid >= ?2 OR rowid = ?3)",
+    )?
+    .execute(params![sid, m.observed, m.session_started])?;
+    tx.prepare_cached("DELETE FROM usage_records WHERE session_id = ?1 AND seq >= ?2")?
+        .execute(params![sid, continued.usage_from as i64])?;
+    for table in ["files", "context_snapshots", "runs", "sessions"] {
+        tx.prepare_cached(&format!("DELETE FROM {table} WHERE session_id = ?1"))?
+            .execute([sid])?;
+    }
+    // The continued turn's rows before the old cut take its new commitment.
+    if let (Some(turn_usage), Some(turn)) = (continued.turn_usage_from, s.turns.first()) {
+        for (table, from, to) in [
+            ("messages", m.turn_messages, m.messages),
+            ("actions", m.turn_actions, m.actions),
+            ("events_raw", m.turn_events, m.events),
+        ] {
+            tx.prepare_cached(&format!(
+                "UPDATE {table} SET turn_committed = ?4
+                 WHERE session_id = ?1 AND rowid >= ?2 AND rowid < ?3"
+            ))?
+            .execute(params![sid, from, to, turn.committed])?;
+        }
+        tx.prepare_cached(
+            "UPDATE usage_records SET turn_committed = ?4
+             WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3",
+        )?
+        .execute(params![
+            sid,
+            turn_usage as i64,
+            continued.usage_from as i64,
+            turn.committed
+        ])?;
+    }
+    let (rows, mut marks) = insert_session(
+        tx,
+        s,
+        &stamp.path,
+        machine.as_deref().or(stamp.machine.as_deref()),
+        resume.map(|r| r.cut),
+    )?;
+    // A cut still inside the continued turn: that turn's first rows are the earlier of the
+    // old ones and those just written.
+    if let (Some(marks), Some(_)) = (marks.as_mut(), continued.turn_usage_from)
+        && resume.is_some_and(|r| r.cut.open_turn == Some(0))
+    {
+        marks.turn_messages = marks.turn_messages.min(m.turn_messages);
+        marks.turn_actions = marks.turn_actions.min(m.turn_actions);
+        marks.turn_events = marks.turn_events.min(m.turn_events);
+    }
+    mark_affected(tx, s.usage.iter().map(|u| &u.response_key))?;
+    let generation = bump_generation(tx).map_err(|e| match e {
+        quarry_archive::ArchiveError::Sqlite(e) => e,
+        other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
+    })?;
+    tx.prepare_cached("UPDATE sessions SET replacement_epoch = ?2 WHERE session_id = ?1")?
+        .execute(params![sid, epoch])?;
+    finish_file(tx, stamp, &[sid], 1, generation)?;
+    Ok((rows, marks))
 }
 
 fn write_file_rows(
     tx: &Connection,
     stamp: &FileStamp,
     sessions: &[SessionRows],
-) -> rusqlite::Result<usize> {
+    resume: Option<&Resumable>,
+) -> rusqlite::Result<(usize, Option<Marks>)> {
     let mut old_ids = file_session_ids(tx, &stamp.path)?;
     if stamp.keep_missing {
         old_ids.retain(|id| sessions.iter().any(|s| &s.session.session_id == id));
@@ -225,9 +382,13 @@ fn write_file_rows(
         .execute([path, stamp.path.as_str()])?;
     }
     let mut rows = 0;
+    let mut marks = None;
     for (s, h) in sessions.iter().zip(&held) {
         let machine = h.machine.clone().or_else(|| stamp.machine.clone());
-        rows += insert_session(tx, s, &stamp.path, machine.as_deref())?;
+        let cut = resume.filter(|_| sessions.len() == 1).map(|r| r.cut);
+        let (written, m) = insert_session(tx, s, &stamp.path, machine.as_deref(), cut)?;
+        rows += written;
+        marks = marks.or(m);
         mark_affected(tx, s.usage.iter().map(|u| &u.response_key))?;
     }
     let generation = bump_generation(tx).map_err(|e| match e {
@@ -252,7 +413,20 @@ fn write_file_rows(
     written.extend(old_ids.iter().map(String::as_str));
     written.sort_unstable();
     written.dedup();
-    let refreshed = crate::assertions::refresh_targets(tx, &written).map_err(|e| match e {
+    finish_file(tx, stamp, &written, sessions.len(), generation)?;
+    Ok((rows, marks))
+}
+
+/// What every write of a file ends with: the claims about its sessions' objects refreshed, and
+/// its `source_files` row.
+fn finish_file(
+    tx: &Connection,
+    stamp: &FileStamp,
+    written: &[&str],
+    sessions: usize,
+    generation: i64,
+) -> rusqlite::Result<()> {
+    let refreshed = crate::assertions::refresh_targets(tx, written).map_err(|e| match e {
         crate::assertions::AssertionError::Sqlite(e) => e,
         other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
     })?;
@@ -267,14 +441,16 @@ fn write_file_rows(
             stamp.size,
             stamp.hash,
             stamp.records,
-            sessions.len() as i64,
+            sessions as i64,
             generation,
             chrono::Utc::now().timestamp_millis(),
             stamp.machine,
-            stamp.copy_of
+            stamp.copy_of,
+            stamp.links,
+            stamp.file_id
         ],
     )?;
-    Ok(rows)
+    Ok(())
 }
 
 /// The `source_seqs` column: a JSON array of seqs (an event's seq is its index), NULL for none.
@@ -371,14 +547,26 @@ fn delete_sessions(tx: &Connection, ids: &[String]) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Inserts one session's rows; with a `cut`, returns the first row id after it in each table.
 fn insert_session(
     tx: &Connection,
     s: &SessionRows,
     source_path: &str,
     machine: Option<&str>,
-) -> rusqlite::Result<usize> {
+    cut: Option<Cut>,
+) -> rusqlite::Result<(usize, Option<Marks>)> {
     let sid = s.session.session_id.as_str();
     let r = &s.session;
+    let local = s.message_index();
+    let at = cut.unwrap_or_default();
+    // Whether a row of message `id` lies after the cut.
+    let after = |id: &str| local.get(id).is_some_and(|&i| i >= at.message);
+    let mut marks = Marks::default();
+    let mark = |slot: &mut i64, hit: bool| {
+        if hit && *slot == i64::MAX {
+            *slot = tx.last_insert_rowid();
+        }
+    };
     // `tags` mirrors the session's active tag assertions (they outlive re-ingest).
     tx.prepare_cached(&insert_statement(
         "sessions",
@@ -436,7 +624,7 @@ fn insert_session(
     ])?;
 
     let mut stmt = tx.prepare_cached(&insert_statement("messages", &[])?)?;
-    for m in &s.messages {
+    for (i, m) in s.messages.iter().enumerate() {
         stmt.execute(params![
             m.message_id,
             sid,
@@ -462,6 +650,11 @@ fn insert_session(
             m.hidden,
             m.event_seq,
         ])?;
+        mark(&mut marks.messages, i >= at.message);
+        mark(
+            &mut marks.turn_messages,
+            m.turn.is_some() && m.turn == at.open_turn,
+        );
     }
 
     let mut block_stmt = tx.prepare_cached(&insert_statement("blocks", &[])?)?;
@@ -484,6 +677,7 @@ fn insert_session(
             d.exit_code,
             b.occurred_at_ms,
         ])?;
+        mark(&mut marks.blocks, after(&b.message_id));
         let indexed = [
             Some(d.text.as_str()),
             d.tool_name.as_deref(),
@@ -518,6 +712,11 @@ fn insert_session(
             s.turn_id(a.turn),
             s.turn_committed(a.turn),
         ])?;
+        mark(&mut marks.actions, after(&a.message_id));
+        mark(
+            &mut marks.turn_actions,
+            a.turn.is_some() && a.turn == at.open_turn,
+        );
     }
 
     let mut stmt = tx.prepare_cached(&insert_statement("files", &[])?)?;
@@ -567,6 +766,16 @@ fn insert_session(
             o.summary,
             o.occurred_at_ms
         ])?;
+        if o.kind == "session_started" {
+            marks.session_started = tx.last_insert_rowid();
+        } else {
+            let message = o
+                .subject
+                .as_deref()
+                .and_then(|a| a.rsplit_once("/b"))
+                .map(|(m, _)| m);
+            mark(&mut marks.observed, message.is_some_and(after));
+        }
     }
 
     let mut stmt = tx.prepare_cached(&insert_statement("context_snapshots", &[])?)?;
@@ -607,10 +816,11 @@ fn insert_session(
             d.is_error,
             d.occurred_at_ms
         ])?;
+        mark(&mut marks.delegations, after(&d.parent_message_id));
     }
 
     let mut stmt = tx.prepare_cached(&insert_statement("events_raw", &[])?)?;
-    for e in &s.events {
+    for (i, e) in s.events.iter().enumerate() {
         stmt.execute(params![
             sid,
             e.seq,
@@ -623,10 +833,15 @@ fn insert_session(
             e.event.replaced_by.map(|i| i as i64),
             source_seqs(&e.event.sources)
         ])?;
+        mark(&mut marks.events, i >= at.event);
+        mark(
+            &mut marks.turn_events,
+            e.turn.is_some() && e.turn == at.open_turn,
+        );
     }
 
     let mut stmt = tx.prepare_cached(&insert_statement("turns", &[])?)?;
-    for t in &s.turns {
+    for (i, t) in s.turns.iter().enumerate() {
         stmt.execute(params![
             sid,
             t.turn_id,
@@ -637,10 +852,11 @@ fn insert_session(
                 .zip(t.started_at_ms)
                 .map(|(end, start)| end - start)
         ])?;
+        mark(&mut marks.turns, i >= at.turn);
     }
 
     let mut stmt = tx.prepare_cached(&insert_statement("usage_records", &[])?)?;
-    for (seq, u) in s.usage.iter().enumerate() {
+    for u in &s.usage {
         stmt.execute(params![
             sid,
             u.response_key,
@@ -659,10 +875,10 @@ fn insert_session(
             u.occurred_at_ms,
             s.turn_id(u.turn),
             s.turn_committed(u.turn),
-            seq as i64
+            u.seq
         ])?;
     }
-    Ok(s.row_count())
+    Ok((s.row_count(), cut.map(|_| marks)))
 }
 
 /// Links delegations to child sessions ingested later (child model, mapping state) and lists

@@ -16,6 +16,10 @@ pub struct Summary {
     pub files_new: usize,
     /// Files whose content changed and whose sessions were replaced.
     pub files_changed: usize,
+    /// Of the changed files, those that grew and were read from where they were left.
+    pub files_continued: usize,
+    /// Grown files read whole rather than from where they were left, by reason.
+    pub read_whole: BTreeMap<String, usize>,
     /// Files already in the archive with the same size and hash.
     pub files_unchanged: usize,
     /// Append-only files rewritten since they were archived (kept out; `--replace` takes them).
@@ -24,8 +28,11 @@ pub struct Summary {
     pub files_unsupported: usize,
     /// Files that could not be read or written.
     pub files_failed: usize,
-    /// Bytes looked at.
+    /// Bytes looked at (the files' sizes).
     pub bytes: u64,
+    /// Bytes read from them: a grown file is read from where it was left, and an unchanged one
+    /// only as far as its check needs.
+    pub bytes_read: u64,
     /// Records read from new or changed files.
     pub records: usize,
     /// Rows written.
@@ -89,6 +96,17 @@ impl Summary {
             self.elapsed_ms as f64 / 1000.0,
             self.mb_per_s()
         );
+        if self.files_continued > 0 || !self.read_whole.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} grown files read from where they were left; {:.1} MB read from the files",
+                self.files_continued,
+                self.bytes_read as f64 / 1e6
+            );
+            for (why, n) in &self.read_whole {
+                let _ = writeln!(out, "  {n} grown files read whole: {why}");
+            }
+        }
         if let Some(r) = &self.rederived {
             out.push_str(&r.to_human());
         }

@@ -11,8 +11,8 @@
 //! What becomes visible is what the archive's rules say: the rows of committed turns (the
 //! `events` view) and every session, message and response read so far.
 //!
-//! A file that grew is read again whole (the ingest's append rule); reading only the appended
-//! bytes is not done yet.
+//! A file that grew is read from where it was left (`tail`): its archived prefix's last chunks
+//! are checked, the appended lines read, and its session derived again from the last cut.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

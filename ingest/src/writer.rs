@@ -11,6 +11,7 @@ use super::derive::SessionRows;
 use super::model::{Diagnostic, ParsedFile};
 use super::store::{self, FileStamp, FileState};
 use super::summary::Summary;
+use super::tail::{Continued, Resumable};
 
 /// Input bytes after which a batch commits.
 pub const BATCH_BYTES: u64 = 32 * 1024 * 1024;
@@ -27,6 +28,26 @@ pub struct PendingFile {
     pub sessions: Vec<SessionRows>,
     /// What the adapter reported.
     pub parsed: ParsedFile,
+    /// Where the next read of the file continues, when it can.
+    pub resume: Option<Resumable>,
+    /// For a continued read: the archived rows it replaces.
+    pub continued: Option<Continued>,
+    /// Bytes read from the file.
+    pub bytes_read: u64,
+    /// Why a grown file was read whole rather than from where it was left.
+    pub reread: Option<&'static str>,
+}
+
+impl PendingFile {
+    fn write(&self, conn: &Connection) -> rusqlite::Result<usize> {
+        store::write_file(
+            conn,
+            &self.stamp,
+            &self.sessions,
+            self.resume.as_ref(),
+            self.continued.as_ref(),
+        )
+    }
 }
 
 /// Batches files into transactions.
@@ -66,7 +87,7 @@ impl Writer {
         let rows = if self.failed {
             0
         } else {
-            match store::write_file(conn, &file.stamp, &file.sessions) {
+            match file.write(conn) {
                 Ok(rows) => rows,
                 Err(_) => {
                     self.failed = true;
@@ -100,7 +121,8 @@ impl Writer {
         let _ = conn.execute_batch("ROLLBACK");
         for (file, _) in pending {
             let result = conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
-                match store::write_file(conn, &file.stamp, &file.sessions)
+                match file
+                    .write(conn)
                     .and_then(|rows| store::resolve_usage(conn).map(|()| rows))
                 {
                     Ok(rows) => conn.execute_batch("COMMIT").map(|()| rows),
@@ -145,12 +167,19 @@ fn is_fatal(e: &rusqlite::Error) -> bool {
 /// Counts one file's outcome in the summary.
 fn account(summary: &mut Summary, file: PendingFile, result: Result<usize, String>) {
     summary.records += file.parsed.records;
+    summary.bytes_read += file.bytes_read;
     match result {
         Ok(rows) => {
             summary.rows_written += rows;
             match file.state {
                 FileState::Appended | FileState::Rewritten => summary.files_changed += 1,
                 _ => summary.files_new += 1,
+            }
+            if file.continued.is_some() {
+                summary.files_continued += 1;
+            }
+            if let Some(why) = file.reread {
+                *summary.read_whole.entry(why.to_string()).or_default() += 1;
             }
             for s in &file.sessions {
                 *summary

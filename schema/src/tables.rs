@@ -86,6 +86,7 @@ pub const TABLES: &[Table] = &[
     USAGE,
     META,
     SOURCE_FILES,
+    SOURCE_RESUME,
     SNAPSHOT_CHANGES,
     USAGE_RECORDS,
     BLOCKS_FTS,
@@ -1066,6 +1067,29 @@ const META: Table = Table {
     author_private: None,
 };
 
+const SOURCE_RESUME: Table = Table {
+    name: "source_resume",
+    doc: "where the next read of a grown single-session JSONL file continues: the byte offset, the cut in its session's rows and the reading state there (docs/live.md)",
+    kind: TableKind::Bookkeeping,
+    columns: &[
+        req("path", Text, "canonical path of the file"),
+        req(
+            "state",
+            Text,
+            "JSON: offset, lines and records read, the cut (rows before it stay as they are), the adapter's state at the cut and the first row id after it in each table",
+        ),
+    ],
+    key: &["path"],
+    session_key: None,
+    links: &[],
+    time_column: None,
+    fulltext: &[],
+    visibility: AdminOnly,
+    replaced_per_session: false,
+    computed: &[],
+    author_private: None,
+};
+
 const SNAPSHOT_CHANGES: Table = Table {
     name: "snapshot_changes",
     doc: "the last generation at which each partition of the columnar snapshot changed (what an incremental refresh rewrites)",
@@ -1101,7 +1125,11 @@ const SOURCE_FILES: Table = Table {
             Integer,
             "bytes archived: a JSONL file that still starts with these bytes grew (an append); any other change is a rewrite, kept out unless `quarry ingest --replace PATH`",
         ),
-        req("hash", Text, "blake3 of the archived bytes"),
+        req(
+            "hash",
+            Text,
+            "the archived bytes' hash: blake3 chained over 256 KiB chunks (each link hashes the previous link and the chunk), so the last chunks of an archived prefix can be verified alone",
+        ),
         req("records", Integer, "records (lines, nodes, messages) read"),
         req("sessions", Integer, "sessions it produced"),
         req("generation", Integer, "generation of its last write"),
@@ -1115,6 +1143,16 @@ const SOURCE_FILES: Table = Table {
             "copy_of",
             Text,
             "for a copy of a session file already archived from another path (a synced or copied folder): that path; the copy adds no sessions",
+        ),
+        opt(
+            "chunks",
+            Text,
+            "the chain's links before the last two full chunks and before the partial one (hex), which the cheap check of a grown file starts from; NULL for a file archived before version 8",
+        ),
+        opt(
+            "file_id",
+            Text,
+            "the file's identity when it was archived (`device:inode`); a file replaced under the same name is verified whole",
         ),
     ],
     key: &["path"],

@@ -52,6 +52,12 @@ pub fn quarry_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// SQL taking an archive of schema version 8 back to version 7: the chunk chain's columns and
+/// the resume states removed (`user_version` is left to the caller).
+pub const UNDO_VERSION_8: &str = "ALTER TABLE source_files DROP COLUMN chunks;
+     ALTER TABLE source_files DROP COLUMN file_id;
+     DROP TABLE source_resume;";
+
 /// SQL taking an archive of schema version 7 back to version 6: the turn's duration removed
 /// (`user_version` is left to the caller).
 pub const UNDO_VERSION_7: &str = "ALTER TABLE turns DROP COLUMN duration_ms;";
