@@ -402,6 +402,14 @@ pub struct WatchArgs {
     /// Use no file notifications: look at every file each --rescan.
     #[arg(long)]
     pub poll: bool,
+    /// How often every watched file is read whole and compared with what was archived (the
+    /// rescans check only the last chunks of a grown file).
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    pub verify_every: std::time::Duration,
+    /// Refresh the columnar snapshot (only its changed partitions) at most this often, after a
+    /// batch that changed something; without it the snapshot is left to `quarry snapshot`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub snapshot_every: Option<std::time::Duration>,
 }
 
 /// `quarry search`'s arguments.
@@ -573,6 +581,9 @@ pub struct ServeArgs {
     /// A file or folder to watch (repeatable; implies --watch).
     #[arg(long, value_name = "PATH")]
     pub watch_path: Vec<PathBuf>,
+    /// Owner recorded on the sessions the watch ingests (default: the OS user).
+    #[arg(long, value_name = "NAME")]
+    pub watch_owner: Option<String>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -741,7 +752,7 @@ fn number_and_unit(text: &str) -> Option<(f64, &str)> {
     Some((number.parse().ok()?, unit.trim()))
 }
 
-/// Parses `30s`, `500ms`, `2m` or a number of seconds.
+/// Parses `30s`, `500ms`, `2m`, `24h` or a number of seconds.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let (value, unit) = number_and_unit(text)
         .ok_or_else(|| format!("not a duration: {text} (try 30s or 500ms)"))?;
@@ -749,7 +760,12 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         "" | "s" => value,
         "ms" => value / 1000.0,
         "m" | "min" => value * 60.0,
-        _ => return Err(format!("not a duration: {text} (try 30s or 500ms)")),
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "not a duration: {text} (try 30s, 500ms, 10m or 24h)"
+            ));
+        }
     };
     if !(seconds > 0.0 && seconds.is_finite()) {
         return Err(format!("{text}: a duration must be more than zero"));
@@ -768,9 +784,10 @@ mod tests {
         assert_eq!(parse_duration("30s").unwrap().as_millis(), 30_000);
         assert_eq!(parse_duration("500ms").unwrap().as_millis(), 500);
         assert_eq!(parse_duration("2m").unwrap().as_millis(), 120_000);
+        assert_eq!(parse_duration("24h").unwrap().as_secs(), 86_400);
         assert_eq!(parse_duration("1.5").unwrap().as_millis(), 1_500);
         assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("3h").is_err());
+        assert!(parse_duration("3d").is_err());
         assert!(parse_duration("x").is_err());
     }
 

@@ -57,7 +57,11 @@ pub fn run_watch(cli: &Cli, args: WatchArgs) -> Result<(), Failure> {
         settle: args.settle,
         rescan: args.rescan,
         poll: args.poll,
+        verify_every: args.verify_every,
     };
+    // When the snapshot was last refreshed, and whether the archive changed since.
+    let mut refreshed = std::time::Instant::now();
+    let mut changed = false;
     quarry_ingest::watch::watch(
         &mut archive,
         &options,
@@ -65,6 +69,25 @@ pub fn run_watch(cli: &Cli, args: WatchArgs) -> Result<(), Failure> {
         &mut |batch| {
             if let Some(line) = batch_line(batch) {
                 eprintln!("{line}");
+            }
+            changed |= batch
+                .outcome
+                .as_ref()
+                .is_ok_and(|s| s.generation_after != s.generation_before);
+            if let Some(every) = args.snapshot_every
+                && changed
+                && refreshed.elapsed() >= every
+            {
+                match storage::refresh_quietly(cli) {
+                    Ok(line) => eprintln!("{} watch snapshot: {line}", now()),
+                    Err(e) => eprintln!(
+                        "{} watch snapshot: failed: {}; watching on",
+                        now(),
+                        e.message
+                    ),
+                }
+                refreshed = std::time::Instant::now();
+                changed = false;
             }
             true
         },
@@ -110,15 +133,20 @@ pub(crate) fn batch_line(batch: &quarry_ingest::watch::Batch) -> Option<String> 
         return None;
     }
     let mut line = format!(
-        "{} watch {}: {} new and {} grown files, {} records, generation {} -> {} ({} ms)",
+        "{} watch {}: {} new and {} grown files ({} read from where they were left), {} records, generation {} -> {} ({} ms{})",
         now(),
         batch.trigger.name(),
         s.files_new,
         s.files_changed,
+        s.files_continued,
         s.records,
         s.generation_before,
         s.generation_after,
-        batch.took.as_millis()
+        batch.took.as_millis(),
+        batch
+            .wal_bytes
+            .map(|b| format!(", WAL {:.1} MB", b as f64 / 1e6))
+            .unwrap_or_default()
     );
     for d in s.diagnostics.iter().take(3) {
         line.push_str(&format!("\n  {}: {} — {}", d.file, d.kind, d.reason));

@@ -148,7 +148,7 @@ pub fn run_serve(cli: &Cli, args: ServeArgs) -> Result<(), Failure> {
     quarry_server::tokens::Tokens::load(&options.tokens).map_err(Failure::usage)?;
     let service = service(cli, &args.limits)?;
     if args.watch || !args.watch_path.is_empty() {
-        watch_aside(cli, args.watch_path)?;
+        watch_aside(cli, args.watch_path, args.watch_owner)?;
     }
     // Any token may be an admin's.
     prepare_search(service.quarry());
@@ -162,12 +162,12 @@ pub fn run_serve(cli: &Cli, args: ServeArgs) -> Result<(), Failure> {
 
 /// `quarry serve --watch`: the watch of `quarry watch` on a thread of its own, with its own
 /// connection to the archive; the server answers from each new generation at its next request.
-fn watch_aside(cli: &Cli, paths: Vec<PathBuf>) -> Result<(), Failure> {
+fn watch_aside(cli: &Cli, paths: Vec<PathBuf>, owner: Option<String>) -> Result<(), Failure> {
     let mut archive = crate::open_archive(cli.archive.clone())?;
     let options = quarry_ingest::watch::WatchOptions {
         ingest: quarry_ingest::IngestOptions {
             paths,
-            owner: os_user(),
+            owner: owner.or_else(os_user),
             machine: quarry_archive::location::host_name(),
             replace: Vec::new(),
             ..Default::default()

@@ -11,6 +11,30 @@ use quarry::format::Format;
 use crate::flags::{Cli, ExportArgs, SnapshotArgs};
 use crate::{Failure, by_class, emit, options};
 
+/// Refreshes the snapshot in place (its changed partitions, default settings) and says what it
+/// did in one line (`quarry watch --snapshot-every`).
+pub fn refresh_quietly(cli: &Cli) -> Result<String, Failure> {
+    let options = options(cli)?;
+    let started = std::time::Instant::now();
+    let report = block_on(quarry::export::write_snapshot(
+        &options,
+        &WriteSettings::default(),
+        &|_| {},
+    ))
+    .and_then(|r| r)
+    .map_err(by_class)?;
+    let parts: usize = report.tables.iter().map(|t| t.partitions_written).sum();
+    Ok(if report.unchanged {
+        format!("up to date (generation {})", report.generation)
+    } else {
+        format!(
+            "now as of generation {} ({parts} partition files written, {:.1} s)",
+            report.generation,
+            started.elapsed().as_secs_f64()
+        )
+    })
+}
+
 /// `quarry snapshot` (and `ingest --refresh-snapshot`).
 pub fn run_snapshot(cli: &Cli, args: SnapshotArgs) -> Result<(), Failure> {
     let json = cli.format() == Format::Json;

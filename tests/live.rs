@@ -323,3 +323,118 @@ fn a_server_that_watches_answers_what_was_just_written() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// `records()` as another session writes them: its own session id, record ids and response ids.
+fn records_of(session: &str) -> Vec<Value> {
+    let text = serde_json::to_string(&records()).unwrap();
+    let text = text
+        .replace("11fe0000-0000-4000-8000-000000000001", session)
+        .replace("\"msg_", &format!("\"msg_{}_", &session[..4]))
+        .replace("\"uuid\":\"", &format!("\"uuid\":\"{}-", &session[..4]))
+        .replace(
+            "\"parentUuid\":\"",
+            &format!("\"parentUuid\":\"{}-", &session[..4]),
+        );
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A `GET /api/live` stream read by curl into a file as it comes.
+struct Live {
+    child: std::process::Child,
+    out: std::path::PathBuf,
+}
+
+impl Live {
+    fn open(server: &crate::server::Server, token: &str, out: std::path::PathBuf) -> Live {
+        let child = std::process::Command::new("curl")
+            .args(["-sS", "-N", "-H", &format!("Authorization: Bearer {token}")])
+            .arg("-o")
+            .arg(&out)
+            .arg(format!("{}/api/live", server.base))
+            .spawn()
+            .expect("run curl");
+        let live = Live { child, out };
+        live.wait_for("event: hello");
+        live
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Waits (up to a minute: a liveness check, not a timing) until the stream holds `what`.
+    fn wait_for(&self, what: &str) {
+        let started = std::time::Instant::now();
+        while !self.text().contains(what) {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "the live stream never said {what}: {}",
+                self.text()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_live_stream_names_only_what_the_callers_scope_sees_and_ends_when_revoked() {
+    let Some(f) = crate::server::fixture() else {
+        return;
+    };
+    let folder = f.archive.with_file_name("live-projects");
+    let bob_folder = f.archive.with_file_name("bob-projects");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::create_dir_all(&bob_folder).unwrap();
+    let server = crate::server::Server::start(
+        &f.archive,
+        &f.tokens,
+        &[
+            "--watch-path",
+            folder.to_str().unwrap(),
+            "--watch-owner",
+            "alice",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let alice = Live::open(&server, &f.alice, dir.path().join("alice.sse"));
+    let admin = Live::open(&server, &f.admin, dir.path().join("admin.sse"));
+    // bob's session first (another writer, ingested under his name), then alice's turn.
+    let bob = "22fe0000-0000-4000-8000-000000000002";
+    append(&bob_folder.join(format!("{bob}.jsonl")), &records_of(bob));
+    crate::support::ingest_with(&f.archive, &["--owner", "bob"], &[&bob_folder]);
+    let mine = "11fe0000-0000-4000-8000-000000000001";
+    append(&folder.join(format!("{mine}.jsonl")), &records()[..5]);
+    alice.wait_for(mine);
+    admin.wait_for(mine);
+    admin.wait_for(bob);
+    assert!(!alice.text().contains(bob), "{}", alice.text());
+    // Each change names the session with its committed turns, as the archive holds them.
+    let last = alice
+        .text()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .rfind(|v| v["sessions"].is_array())
+        .unwrap();
+    let session = &last["sessions"][0];
+    let id = format!("claude-code-session:{mine}");
+    assert_eq!(session["session_id"], id.as_str());
+    let committed = crate::server::oracle_count(
+        &f.archive,
+        &format!("SELECT count(*) FROM turns WHERE session_id = '{id}' AND committed = 1"),
+    );
+    assert_eq!(session["committed_turns"], committed, "{last}");
+    assert_eq!(committed, 1);
+    // Revoked, the stream ends at the next change with why.
+    f.revoke("alice-laptop");
+    append(&folder.join(format!("{mine}.jsonl")), &records()[5..]);
+    alice.wait_for("event: end");
+    assert!(alice.text().contains("revoked"), "{}", alice.text());
+}

@@ -85,6 +85,11 @@ impl Quarry {
         self.engine.source().unwrap_or(Source::Sqlite)
     }
 
+    /// The archive's generation now (one read of a kept connection: cheap to ask often).
+    pub fn archive_generation(&self) -> Result<i64, Error> {
+        self.engine.archive_generation()
+    }
+
     /// The archive file.
     pub fn archive(&self) -> &Path {
         self.engine.path()

@@ -203,6 +203,8 @@ pub enum RequestKind {
     SignIn,
     /// A browser signed out.
     SignOut,
+    /// A stream of what the archive's writers committed opened (`GET /api/live`).
+    Live,
 }
 
 impl RequestKind {
@@ -214,6 +216,7 @@ impl RequestKind {
             RequestKind::Refused => "refused",
             RequestKind::SignIn => "sign_in",
             RequestKind::SignOut => "sign_out",
+            RequestKind::Live => "live",
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod error;
 pub mod export;
 pub mod facets;
 pub mod format;
+pub mod live;
 mod lower;
 pub mod output;
 pub mod prices;

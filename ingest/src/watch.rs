@@ -29,6 +29,10 @@ use crate::{IngestError, IngestOptions, Summary, ingest};
 /// is still read at least this often.
 const LONGEST_WAIT: Duration = Duration::from_secs(1);
 
+/// The write-ahead log is truncated back to this after a checkpoint that empties it, and a
+/// batch that leaves it larger asks for a checkpoint that waits for readers.
+const WAL_LIMIT: u64 = 64 * 1024 * 1024;
+
 /// How to watch.
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
@@ -42,6 +46,9 @@ pub struct WatchOptions {
     pub rescan: Duration,
     /// Use no notifications: look at every file each `rescan`.
     pub poll: bool,
+    /// How often every watched file is read whole and compared with its archived hash (the
+    /// rescans only check the last chunks of a grown file; see `chunks`).
+    pub verify_every: Duration,
 }
 
 impl Default for WatchOptions {
@@ -51,6 +58,7 @@ impl Default for WatchOptions {
             settle: Duration::from_millis(200),
             rescan: Duration::from_secs(60),
             poll: false,
+            verify_every: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -64,6 +72,8 @@ pub enum Trigger {
     Notified,
     /// The periodic look at every file.
     Rescan,
+    /// The periodic full verification: every file read whole.
+    Verify,
 }
 
 impl Trigger {
@@ -73,6 +83,7 @@ impl Trigger {
             Trigger::Start => "start",
             Trigger::Notified => "notified",
             Trigger::Rescan => "rescan",
+            Trigger::Verify => "verify",
         }
     }
 }
@@ -89,6 +100,8 @@ pub struct Batch {
     pub took: Duration,
     /// What the ingest did.
     pub outcome: Result<Summary, IngestError>,
+    /// The archive's write-ahead log after the batch and its checkpoint, in bytes.
+    pub wal_bytes: Option<u64>,
 }
 
 /// How the watch is fed: the operating system's notifications, or polling only.
@@ -153,27 +166,38 @@ pub fn watch(
         Source::Polling
     };
     on_start(source, &roots);
+    let _ = archive
+        .conn()
+        .pragma_update(None, "journal_size_limit", WAL_LIMIT as i64);
+    let wal = {
+        let mut name = archive.path().as_os_str().to_owned();
+        name.push("-wal");
+        PathBuf::from(name)
+    };
     let run = |archive: &mut Archive, trigger: Trigger, paths: Vec<PathBuf>| {
         let files = paths.len();
-        let quick = trigger != Trigger::Notified;
         let options = IngestOptions {
             paths,
-            quick_check: quick,
+            quick_check: matches!(trigger, Trigger::Start | Trigger::Rescan),
+            verify: trigger == Trigger::Verify,
             ..options.ingest.clone()
         };
         let started = Instant::now();
         let outcome = ingest(archive, &options);
+        let took = started.elapsed();
         Batch {
             trigger,
             files,
-            took: started.elapsed(),
+            took,
             outcome,
+            wal_bytes: checkpoint(archive, &wal),
         }
     };
     if !on_batch(&run(archive, Trigger::Start, roots.clone())) {
         return Ok(());
     }
     let mut next_rescan = Instant::now() + options.rescan;
+    let mut next_verify = Instant::now() + options.verify_every;
     let mut pending: BTreeSet<PathBuf> = BTreeSet::new();
     // When the oldest pending change came.
     let mut since: Option<Instant> = None;
@@ -226,10 +250,29 @@ pub fn watch(
             }
         }
         if Instant::now() >= next_rescan {
-            if !on_batch(&run(archive, Trigger::Rescan, roots.clone())) {
+            let trigger = if Instant::now() >= next_verify {
+                next_verify = Instant::now() + options.verify_every;
+                Trigger::Verify
+            } else {
+                Trigger::Rescan
+            };
+            if !on_batch(&run(archive, trigger, roots.clone())) {
                 return Ok(());
             }
             next_rescan = Instant::now() + options.rescan;
         }
     }
+}
+
+/// Checkpoints the write-ahead log after a batch, so readers that come and go never let it
+/// grow: a passive checkpoint (it copies what no reader still needs and waits for no one), and
+/// when the log is over [`WAL_LIMIT`], one that waits (up to the archive's busy timeout) for
+/// the readers to move on and truncates it. Returns the log's size afterwards.
+fn checkpoint(archive: &Archive, wal: &std::path::Path) -> Option<u64> {
+    let conn = archive.conn();
+    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+    if std::fs::metadata(wal).is_ok_and(|m| m.len() > WAL_LIMIT) {
+        let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+    }
+    std::fs::metadata(wal).ok().map(|m| m.len())
 }

@@ -298,6 +298,17 @@ impl Service {
         opened
     }
 
+    /// What the archive's writers committed after generation `since`, in `asker`'s scope as
+    /// the scopes file says now (`GET /api/live`; not audited: the stream is, once).
+    pub async fn live_changes(
+        &self,
+        asker: &Asker,
+        since: i64,
+    ) -> Result<quarry::live::Changes, Error> {
+        let session = self.session(asker).await?;
+        quarry::live::changes(&session, since).await
+    }
+
     /// A session under `asker`'s scope.
     async fn session(&self, asker: &Asker) -> Result<Session, Error> {
         let scope = match &asker.scope {

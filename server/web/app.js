@@ -74,6 +74,41 @@ function loader(target, fill) {
     });
 }
 
+// `target`'s children become what `fill` returns, with no loading line in between (a view
+// refreshed in place while it is read); a failure leaves what was there.
+function refresh(target, fill) {
+  return fill().then((nodes) => show(target, nodes)).catch((e) => {
+    if (e.status === 401) signedOut();
+  });
+}
+
+// --- Live -----------------------------------------------------------------------------------
+
+// What the archive's writers commit is announced on GET /api/live (server-sent events, in the
+// caller's scope); the view on screen sets `onLive` to refresh what it shows in place.
+let live = null;
+let onLive = null;
+
+function startLive() {
+  stopLive();
+  live = new EventSource("/api/live");
+  live.addEventListener("changes", (e) => {
+    const changes = JSON.parse(e.data);
+    if (onLive) onLive(changes);
+  });
+  live.addEventListener("end", stopLive);
+}
+
+function stopLive() {
+  if (live) live.close();
+  live = null;
+}
+
+// Whether `changes` touch the session `id` (or ask every view to read afresh).
+function touches(changes, id) {
+  return changes.reload || changes.sessions.some((s) => s.session_id === id);
+}
+
 function errorView(e, onCorrection) {
   const body = e.body || {};
   const out = h("div", { class: "error-box" }, h("p", { class: "error", text: body.message || e.message }));
@@ -149,10 +184,13 @@ function signedIn(me) {
   $("#sign-out").hidden = false;
   $("#view").hidden = false;
   $("#who").textContent = me.who + " · scope " + me.scope;
+  startLive();
   render();
 }
 
 function signedOut() {
+  stopLive();
+  onLive = null;
   $("#sign-in").hidden = false;
   $("#nav").hidden = true;
   $("#sign-out").hidden = true;
@@ -164,6 +202,7 @@ function render() {
   const r = route();
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.dataset.tab === r.name);
   const view = $("#view");
+  onLive = null;
   if (r.name === "search") return searchView(view, r.params);
   if (r.name === "session" && r.rest[0]) return transcriptView(view, r.rest[0], r.rest[1]);
   if (r.name === "dashboard") return dashboardView(view, r.params);
@@ -212,7 +251,7 @@ function sessionsView(view, params) {
     h("h1", {}, "Sessions"),
     filterForm(SESSION_FILTERS, params, (f) => go("#/sessions?" + qs(f))),
     list);
-  const page = (cursor, into) => loader(into, async () => {
+  const fill = async (cursor) => {
     const answer = await api("/api/query-units?" + qs({ expression, limit: 50, cursor }));
     const names = answer.columns.map((c) => c.name);
     const get = (row, name) => row[names.indexOf(name)];
@@ -233,8 +272,11 @@ function sessionsView(view, params) {
     }
     return [h("ul", { class: "list" }, items),
       items.length ? null : h("p", { class: "meta", text: "No sessions." }), more];
-  });
+  };
+  const page = (cursor, into) => loader(into, () => fill(cursor));
   page(null, list);
+  // A session written to, or a new one: the first page read again in place.
+  onLive = () => refresh(list, () => fill(null));
 }
 
 // --- Search ---------------------------------------------------------------------------------
@@ -374,7 +416,7 @@ function transcriptView(view, id, focus) {
   const lineage = h("div", { class: "lineage", id: "lineage" });
   const body = h("div", { id: "transcript" });
   view.replaceChildren(head, usage, h("details", {}, h("summary", {}, "Lineage"), lineage), body);
-  loader(usage, async () => {
+  const usageFill = async () => {
     const sql = "SELECT COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cost_usd) FROM usage " +
       "WHERE session_id = '" + id.replace(/'/g, "''") + "'";
     const answer = await api("/api/query", { method: "POST", body: { sql } });
@@ -382,10 +424,14 @@ function transcriptView(view, id, focus) {
     return h("p", { class: "meta" }, h("span", {}, row[0] + " billed responses"),
       h("span", {}, (row[1] || 0) + " in"), h("span", {}, (row[2] || 0) + " out"),
       h("span", {}, money(row[3])));
-  });
+  };
+  loader(usage, usageFill);
   loader(lineage, async () => lineageView(await api("/api/read?" + qs({ ref: "session:" + id, lineage: "true" }))));
-  const page = (cursor, into, first) => loader(into, async () => {
+  // The last page read (where new messages appear): read again in place when the session grows.
+  let last = null;
+  const fill = async (cursor, into, first) => {
     const t = await api("/api/read?" + qs({ ref: "session:" + id, limit: 500, cursor }));
+    if (!t.next_cursor) last = { cursor, into, first };
     if (first) {
       const s = t.session;
       head.replaceChildren(h("h1", { text: s.title || s.session_id }),
@@ -400,11 +446,22 @@ function transcriptView(view, id, focus) {
       setTimeout(() => page(t.next_cursor, more, false), 0);
     }
     return [...nodes, more];
-  }).then(() => {
+  };
+  const page = (cursor, into, first) => loader(into, () => fill(cursor, into, first)).then(() => {
     const target = focus && document.getElementById("m-" + focus);
     if (target) target.scrollIntoView({ block: "center" });
   });
   page(null, body, true);
+  onLive = (changes) => {
+    if (!last || !touches(changes, id)) return;
+    // Following the end: stay at the end as it grows.
+    const atEnd = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 40;
+    const { cursor, into, first } = last;
+    refresh(into, () => fill(cursor, into, first)).then(() => {
+      if (atEnd) window.scrollTo(0, document.documentElement.scrollHeight);
+    });
+    refresh(usage, usageFill);
+  };
 }
 
 // --- Dashboard ------------------------------------------------------------------------------
@@ -490,6 +547,17 @@ function dashboardView(view, params) {
       return box;
     });
     streamPanels({ since, until, tz }, parts);
+    // New committed turns: the panels (their totals first) answered again in place, at most
+    // every five seconds.
+    let waiting = false;
+    onLive = () => {
+      if (waiting) return;
+      waiting = true;
+      setTimeout(() => {
+        waiting = false;
+        if (document.body.contains(grid)) streamPanels({ since, until, tz }, parts);
+      }, 5000);
+    };
     return boxes;
   });
 }

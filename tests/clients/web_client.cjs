@@ -44,6 +44,32 @@ const token = (name, scope) => quarry("token", "add", name, "--scope", scope, "-
 const readerToken = token("alice-browser", "alice");
 const adminToken = token("admin-check", "admin");
 
+// A Claude Code session of alice's being written now, in a folder the server watches: one
+// committed turn to begin with; more are appended while the page is open.
+const liveFolder = path.join(work, "live");
+fs.mkdirSync(liveFolder);
+const liveId = "11fe0000-0000-4000-8000-00000000cafe";
+// A session file a turn at a time: a prompt and its answer (a billed response).
+function writer(file, sessionId) {
+  let parent = null;
+  let turns = 0;
+  return (prompt, answer) => {
+    const at = (s) => new Date(Date.now() + s * 1000).toISOString();
+    const n = ++turns;
+    const common = (uuid, second) => ({ parentUuid: parent, isSidechain: false, userType: "external",
+      cwd: "/home/live", sessionId, version: "2.1.38", uuid, timestamp: at(second) });
+    const user = { ...common(`${sessionId}-u${n}`, 0), type: "user", message: { role: "user", content: prompt } };
+    parent = user.uuid;
+    const reply = { ...common(`${sessionId}-a${n}`, 1), type: "assistant", message: { model: "claude-opus-4-6",
+      id: `msg_${sessionId}_${n}`, type: "message", role: "assistant", content: [{ type: "text", text: answer }],
+      usage: { input_tokens: 10, output_tokens: 5 } }, requestId: `req_${sessionId}_${n}` };
+    parent = reply.uuid;
+    fs.appendFileSync(file, JSON.stringify(user) + "\n" + JSON.stringify(reply) + "\n");
+  };
+}
+const appendTurn = writer(path.join(liveFolder, liveId + ".jsonl"), liveId);
+appendTurn("start the live check", "started");
+
 async function freePort() {
   return new Promise((resolve) => {
     const s = net.createServer().listen(0, "127.0.0.1", () => {
@@ -59,7 +85,7 @@ async function main() {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server = spawn(args.quarry, ["--archive", archive, "--tz", "UTC", "serve", "--listen", `127.0.0.1:${port}`,
-    "--tokens", tokens], { stdio: ["ignore", "ignore", "pipe"] });
+    "--tokens", tokens, "--watch-path", liveFolder, "--watch-owner", "alice"], { stdio: ["ignore", "ignore", "pipe"] });
   let serverLog = "";
   server.stderr.on("data", (d) => { serverLog += d; });
   for (let i = 0; i < 100; i++) {
@@ -285,6 +311,60 @@ async function main() {
     "every request went to this server");
   check(errors.length === 0, `no script errors: ${errors.join("; ")}`);
   check(!serverLog.includes(readerToken), "the token is not in the server's log");
+
+  // Live: a turn appended while the page is open appears in the open transcript, then in the
+  // session list, with no reload (the page's own marker survives).
+  const liveSession = "claude-code-session:" + liveId;
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.goto(base + "/#/session/" + encodeURIComponent(liveSession));
+  await page.waitForFunction(() => document.querySelectorAll("#transcript > article.message").length === 2,
+    null, { timeout: 20000 });
+  await page.evaluate(() => { window.__stayed = true; });
+  const liveText = "appended while the page is open " + Date.now();
+  appendTurn("is the page live?", liveText);
+  await page.waitForFunction((t) => [...document.querySelectorAll("#transcript article.message")]
+    .some((a) => a.textContent.includes(t)), liveText, { timeout: 20000 });
+  const transcriptLive = await page.evaluate(() => ({ stayed: window.__stayed === true,
+    messages: document.querySelectorAll("#transcript > article.message").length,
+    loads: performance.getEntriesByType("navigation").length }));
+  check(transcriptLive.stayed && transcriptLive.messages === 4,
+    `a turn appended while its transcript is open appears in it without a reload (${JSON.stringify(transcriptLive)})`);
+  await page.goto(base + "/#/sessions");
+  const listed = () => page.$$eval("#sessions-list li", (items, id) => {
+    const item = items.find((li) => li.querySelector("a").getAttribute("href").includes(encodeURIComponent(id)));
+    return item ? item.textContent : null;
+  }, liveSession);
+  await page.waitForFunction(() => document.querySelectorAll("#sessions-list li").length > 0);
+  const before = await listed();
+  check(before && before.includes("4 messages"), `the live session is listed with its 4 messages: ${before}`);
+  await page.evaluate(() => { window.__stayed = true; });
+  appendTurn("and once more", "the list follows");
+  await page.waitForFunction((id) => [...document.querySelectorAll("#sessions-list li")]
+    .some((li) => li.querySelector("a").getAttribute("href").includes(encodeURIComponent(id)) && li.textContent.includes("6 messages")),
+    liveSession, { timeout: 20000 });
+  check(await page.evaluate(() => window.__stayed === true), "the session list shows the new turn's messages without a reload");
+  // The live stream names only what alice's scope sees: bob's sessions, written now, are not.
+  const feed = await page.evaluate(async () => {
+    const source = new EventSource("/api/live");
+    const seen = [];
+    source.addEventListener("changes", (e) => seen.push(...JSON.parse(e.data).sessions.map((x) => x.session_id)));
+    await new Promise((r) => source.addEventListener("hello", r));
+    window.__feed = { source, seen };
+    return true;
+  });
+  check(feed, "a second live stream opened");
+  // bob's agent writes a session of his (ingested now), then alice's writes one more turn.
+  const bobFolder = path.join(work, "bob-live");
+  fs.mkdirSync(bobFolder);
+  const bobId = "22fe0000-0000-4000-8000-00000000beef";
+  writer(path.join(bobFolder, bobId + ".jsonl"), bobId)("bob's secret plan", "noted");
+  quarry("ingest", "--no-progress", "--owner", "bob", bobFolder);
+  appendTurn("after bob's", "alice again");
+  await page.waitForFunction((id) => window.__feed.seen.includes(id), liveSession, { timeout: 20000 });
+  const seen = await page.evaluate(() => { window.__feed.source.close(); return window.__feed.seen; });
+  const bobIds = rows(`SELECT session_id FROM sessions WHERE owner = 'bob'`).map((r) => r.session_id);
+  check(bobIds.includes("claude-code-session:" + bobId) && seen.every((id) => !bobIds.includes(id)),
+    `the live stream named ${seen.length} changed sessions, none of bob's ${bobIds.length}`);
 
   // Revoking the token ends the sign-in.
   quarry("token", "revoke", "alice-browser", "--tokens", tokens);

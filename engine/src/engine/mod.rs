@@ -302,6 +302,11 @@ impl Engine {
     fn generation(&self) -> Result<i64, Error> {
         Ok(self.watch.stamp()?.generation)
     }
+
+    /// The archive's generation now (for the library API).
+    pub(crate) fn archive_generation(&self) -> Result<i64, Error> {
+        self.generation()
+    }
 }
 
 /// One request's session: its scope's view, a DataFusion context cloned from it, the clock of
@@ -784,6 +789,37 @@ impl Session {
             .map_err(engine_error)
     }
 
+    /// The archive's generation now (whatever storage this session reads).
+    pub(crate) fn archive_generation(&self) -> Result<i64, Error> {
+        self.engine.generation()
+    }
+
+    /// The ids of (at most `limit`) sessions whose files were written after generation `since`,
+    /// whatever the scope: the caller narrows them to its scope.
+    pub(crate) async fn sessions_written_after(
+        &self,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<String>, Error> {
+        let archive = self.engine.path().to_path_buf();
+        blocking(move || {
+            let conn = read_only(&archive).map_err(|e| Error::archive(&archive, e))?;
+            let mut stmt = conn
+                .prepare(
+                    "SELECT s.session_id FROM source_files f
+                     JOIN sessions s ON s.source_path = f.path
+                     WHERE f.generation > ?1 LIMIT ?2",
+                )
+                .map_err(|e| Error::archive(&archive, e))?;
+            let ids = stmt
+                .query_map(params_of(since, limit), |r| r.get::<_, String>(0))
+                .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| Error::archive(&archive, e))?;
+            Ok(ids)
+        })
+        .await
+    }
+
     /// Whether the archive holds session `id` (for the admin scope, which sees every one).
     pub(crate) async fn session_exists(&self, id: &str) -> Result<bool, Error> {
         let archive = self.engine.path().to_path_buf();
@@ -1076,3 +1112,8 @@ fn with_caps(plan: LogicalPlan, caps: Caps) -> Result<LogicalPlan, DataFusionErr
 
 #[cfg(test)]
 mod tests;
+
+/// The parameters of a generation and a row limit.
+fn params_of(since: i64, limit: usize) -> [i64; 2] {
+    [since, i64::try_from(limit).unwrap_or(i64::MAX)]
+}

@@ -21,6 +21,7 @@
 
 mod auth;
 mod dashboard;
+mod live;
 mod stream;
 mod web;
 
@@ -199,6 +200,7 @@ fn router(app: Arc<App>, max_body: usize) -> Router {
         .route("/api/dashboard", get(dashboard::list))
         .route("/api/dashboard/all", get(dashboard::all))
         .route("/api/dashboard/{panel}", get(dashboard::panel))
+        .route("/api/live", get(live::live))
         .route("/api/session", get(web::whoami).delete(web::sign_out))
         .route_layer(axum::middleware::from_fn_with_state(
             app.clone(),
