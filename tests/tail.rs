@@ -239,14 +239,30 @@ fn a_claude_code_session_grown_in_many_appends_equals_a_fresh_ingest() {
 #[test]
 fn every_claude_code_corpus_file_grown_together_equals_a_fresh_ingest() {
     let Some(corpus) = corpus() else { return };
-    let root = corpus.join("claude-code");
-    let files: Vec<std::path::PathBuf> = walk(&root)
+    let (files, continued) = grow_corpus(&corpus.join("claude-code"));
+    assert!(files > 30, "{files} files");
+    assert!(continued > 100, "{continued} continued reads");
+}
+
+#[test]
+fn every_codex_corpus_file_grown_together_equals_a_fresh_ingest() {
+    let Some(corpus) = corpus() else { return };
+    let (files, continued) = grow_corpus(&corpus.join("codex"));
+    assert!(files > 10, "{files} files");
+    // 11 rollouts, 7 rounds after the first each: most continue.
+    assert!(continued > 60, "{continued} continued reads");
+}
+
+/// Grows every JSONL file under `root` in eight rounds, all files a round at a time, ingesting
+/// after each; compares every table with a fresh ingest halfway and at the end. Returns the
+/// files and the reads that continued.
+fn grow_corpus(root: &Path) -> (usize, u64) {
+    let files: Vec<std::path::PathBuf> = walk(root)
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
-    assert!(files.len() > 30, "{} files", files.len());
     let dir = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("claude");
+    let folder = dir.path().join("corpus");
     let archive = dir.path().join("archive.db");
     // Each file grows in eight rounds, cut at line ends (so inside multi-record responses as
     // often as they fall there), all files a round at a time, like agents writing side by side.
@@ -265,7 +281,7 @@ fn every_claude_code_corpus_file_grown_together_equals_a_fresh_ingest() {
                     }
                 })
                 .collect();
-            (folder.join(f.strip_prefix(&root).unwrap()), bytes, cuts)
+            (folder.join(f.strip_prefix(root).unwrap()), bytes, cuts)
         })
         .collect();
     let mut continued = 0;
@@ -281,7 +297,7 @@ fn every_claude_code_corpus_file_grown_together_equals_a_fresh_ingest() {
             equals_fresh(&archive, &folder, dir.path(), &format!("round {round}"));
         }
     }
-    assert!(continued > 100, "{continued} continued reads");
+    (files.len(), continued)
 }
 
 /// The files under `dir`, recursively.
@@ -321,7 +337,8 @@ fn gemini_and_codex_sessions_grown_record_by_record_equal_a_fresh_ingest() {
         &dir.path().join("gemini.db"),
         dir.path(),
     );
-    // Codex: cumulative token counters across appends.
+    // Codex: cumulative token counters (each response's usage is the difference of two totals,
+    // its key a hash of every total before it) continue across appends.
     let Some(corpus) = corpus() else { return };
     let codex = corpus.join(
         "codex/madshn-localpush/sessions/2026/02/23/rollout-2026-02-23T12-47-42-019c8a53-a0dd-7130-bcd7-95445d84846a.jsonl",
@@ -329,15 +346,20 @@ fn gemini_and_codex_sessions_grown_record_by_record_equal_a_fresh_ingest() {
     let bytes = std::fs::read(&codex).unwrap();
     let folder = dir.path().join("codex/sessions");
     std::fs::create_dir_all(&folder).unwrap();
-    let cuts: Vec<usize> = line_ends(&bytes).into_iter().step_by(70).collect();
-    let compare: Vec<usize> = (0..cuts.len()).step_by(3).collect();
-    grow(
+    let cuts: Vec<usize> = line_ends(&bytes).into_iter().step_by(40).collect();
+    let compare: Vec<usize> = (0..cuts.len()).collect();
+    let (continued, whole) = grow(
         &bytes,
         &cuts,
         &compare,
         &folder.join(codex.file_name().unwrap()),
         &dir.path().join("codex.db"),
         dir.path(),
+    );
+    assert!(
+        continued as usize * 2 >= cuts.len(),
+        "{continued} of {} Codex appends continued; whole: {whole:?}",
+        cuts.len()
     );
 }
 

@@ -6,7 +6,8 @@
 //! named by its records' `sessionId`. Session-state records (`mode`, `ai-title`, `attachment`,
 //! ...) are log-only events; the title is `custom-title`, else `ai-title`, else `summary`.
 //! Assistant lines sharing `message.id` merge into one message, and each (`message.id`,
-//! `requestId`) is billed once with its largest usage.
+//! `requestId`) is billed once with its largest usage. A grown transcript is read on from its
+//! last cut ([`resume`]; see `tail`).
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -6,10 +6,17 @@
 //! `total_token_usage` between `token_count` events, never a sum of events (0.104 repeats totals).
 //! `task_started` / `task_complete` write the turn boundaries. Turn items inside newer CLIs'
 //! `item_completed` envelopes are read like their direct `response_item` form (`envelope`).
+//! A grown rollout is read on from its last cut ([`resume`]; see `tail`).
 
 mod envelope;
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::claude_code::{Continue, Whole};
 
 use super::lines::Line;
 use super::model::*;
@@ -34,7 +41,7 @@ const INJECTED_PREFIXES: &[&str] = &[
     "<INSTRUCTIONS>",
 ];
 
-#[derive(Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct Cumulative {
     input: i64,
     cached: i64,
@@ -56,18 +63,277 @@ pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
         .unwrap_or(stem);
     let mut session = SessionDraft::new(Origin::Codex, native);
     let mut state = State {
-        direct: envelope::DirectItems::scan(&lines),
+        direct: envelope::DirectItems::scan(&lines, 0),
         ..State::default()
     };
     for line in lines {
         parsed.records += 1;
         read_line(&mut session, &mut state, line, parsed);
     }
+    finish(&mut session, state);
+    parsed.sessions.push(session);
+}
+
+/// The session-wide fields once every record is read, and where a later read may continue.
+fn finish(session: &mut SessionDraft, mut state: State) {
     let mut models: Vec<(&String, &usize)> = state.models.iter().collect();
     models.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     session.model = models.first().map(|(m, _)| (*m).clone());
     session.has_turn_markers = !session.turn_markers.is_empty();
-    parsed.sessions.push(session);
+    // Each cut knows what the read before it left: the history's text, the calls, and whether
+    // a direct item or an envelope before it found no twin (a later twin would reach back).
+    let shared = Arc::new(Shared {
+        history: std::mem::take(&mut state.history_text),
+        calls: std::mem::take(&mut state.call_hashes),
+        unmatched_from: state.direct.first_unmatched(),
+        unabsorbed_from: state.unabsorbed_from,
+        prior_unmatched: state.prior_unmatched,
+        prior_unabsorbed: state.prior_unabsorbed,
+    });
+    let mut resume = std::mem::take(&mut state.resume);
+    // In a rollout that writes turn markers, its turns are theirs: only a marker is a cut.
+    let marked = session.has_turn_markers || state.prior_markers;
+    resume.checkpoints = std::mem::take(&mut state.pending)
+        .into_iter()
+        .filter(|(_, lite)| !marked || lite.at_marker)
+        .map(|(at, lite)| Checkpoint {
+            event: at.event,
+            messages: at.messages,
+            usage: at.usage,
+            state: Arc::new(Point {
+                lite,
+                shared: shared.clone(),
+                at: state.base + at.event,
+            }),
+        })
+        .collect();
+    session.resume = Some(resume);
+}
+
+/// Where a checkpoint is: the counts the model's checkpoint keeps.
+struct At {
+    event: usize,
+    messages: usize,
+    usage: usize,
+}
+
+/// What every checkpoint of one read shares (kept once).
+struct Shared {
+    /// The cumulative totals counted, as the history hashes them.
+    history: String,
+    /// Each tool call's id (hashed), with the global index of its record.
+    calls: Vec<(u64, usize)>,
+    /// The global index of the first direct item no envelope matched.
+    unmatched_from: Option<usize>,
+    /// The global index of the first envelope read as content (no direct twin).
+    unabsorbed_from: Option<usize>,
+    /// Whether the read this one continued had such items before its cut.
+    prior_unmatched: bool,
+    prior_unabsorbed: bool,
+}
+
+/// One checkpoint's state: what the read carried there, and the shared rest.
+struct Point {
+    lite: Lite,
+    shared: Arc<Shared>,
+    /// Its global record index.
+    at: usize,
+}
+
+/// What a checkpoint copies from the read (small).
+#[derive(Clone)]
+struct Lite {
+    header: Header,
+    created_at: Option<i64>,
+    updated_at: Option<i64>,
+    cwd: Option<String>,
+    git_remote: Option<String>,
+    git_branch: Option<String>,
+    seen_meta: bool,
+    model: Option<String>,
+    models: BTreeMap<String, usize>,
+    totals: Cumulative,
+    history_len: usize,
+    anonymous_turns: usize,
+    calls_len: usize,
+    assistant: bool,
+    markers: bool,
+    incomplete: bool,
+    snapshots: usize,
+    /// The checkpoint is a `task_started` record.
+    at_marker: bool,
+}
+
+/// The identity of a session, as a continued read starts it.
+#[derive(Clone, Default, Serialize, Deserialize)]
+struct Header {
+    native_id: String,
+    parent_native_id: Option<String>,
+    branch_type: Option<String>,
+}
+
+/// The reading state at a cut, as the archive keeps it (`source_resume`).
+#[derive(Default, Serialize, Deserialize)]
+pub struct Carried {
+    header: Header,
+    created_at: Option<i64>,
+    updated_at: Option<i64>,
+    cwd: Option<String>,
+    git_remote: Option<String>,
+    git_branch: Option<String>,
+    seen_meta: bool,
+    model: Option<String>,
+    models: BTreeMap<String, usize>,
+    totals: Cumulative,
+    history: String,
+    anonymous_turns: usize,
+    /// The hashed ids of the tool calls before the cut.
+    calls: Vec<u64>,
+    /// An assistant message before the cut a token count could still be billed to.
+    assistant: bool,
+    /// A direct item before the cut found no envelope twin.
+    unmatched: bool,
+    /// An envelope before the cut was read as content (no direct twin).
+    unabsorbed: bool,
+    /// The rollout writes turn markers (`task_started`) before the cut.
+    markers: bool,
+    /// A turn before the cut has no completion marker.
+    incomplete: bool,
+    /// The cut is a turn marker (`task_started`).
+    at_marker: bool,
+    /// Context snapshots read before the cut.
+    snapshots: usize,
+}
+
+/// A checkpoint's state as JSON, or `None` for one not this adapter's.
+pub fn state_value(state: &(dyn std::any::Any + Send + Sync)) -> Option<Value> {
+    let point = state.downcast_ref::<Point>()?;
+    let (lite, shared) = (&point.lite, &point.shared);
+    let carried = Carried {
+        header: lite.header.clone(),
+        created_at: lite.created_at,
+        updated_at: lite.updated_at,
+        cwd: lite.cwd.clone(),
+        git_remote: lite.git_remote.clone(),
+        git_branch: lite.git_branch.clone(),
+        seen_meta: lite.seen_meta,
+        model: lite.model.clone(),
+        models: lite.models.clone(),
+        totals: lite.totals,
+        history: shared.history.get(..lite.history_len)?.to_string(),
+        anonymous_turns: lite.anonymous_turns,
+        calls: shared
+            .calls
+            .iter()
+            .take(lite.calls_len)
+            .map(|(h, _)| *h)
+            .collect(),
+        assistant: lite.assistant,
+        unmatched: shared.prior_unmatched || shared.unmatched_from.is_some_and(|u| u < point.at),
+        unabsorbed: shared.prior_unabsorbed || shared.unabsorbed_from.is_some_and(|u| u < point.at),
+        markers: lite.markers,
+        incomplete: lite.incomplete,
+        at_marker: lite.at_marker,
+        snapshots: lite.snapshots,
+    };
+    serde_json::to_value(carried).ok()
+}
+
+/// A call id's hash, as the state keeps it.
+fn call_hash(id: &str) -> u64 {
+    let hash = blake3::hash(id.as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(hash.as_bytes().get(..8).unwrap_or(&[0; 8]));
+    u64::from_le_bytes(bytes)
+}
+
+/// Continues reading a rollout from a cut (a `task_started` record): `records` are the archived
+/// records from the cut on, then the new ones (see `claude_code::resume`).
+pub fn resume(
+    from: Continue<'_>,
+    records: Vec<Line>,
+    snapshots: Vec<SnapshotDraft>,
+    parsed: &mut ParsedFile,
+) -> Result<SessionDraft, Whole> {
+    if from.state.is_null() {
+        return Err(Whole("no place to continue from yet"));
+    }
+    let c: Carried = serde_json::from_value(from.state.clone())
+        .map_err(|_| Whole("the archived read state is of another version"))?;
+    let kind = |l: &Line| {
+        l.value
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let envelope = |l: &Line| {
+        kind(l).as_deref() == Some("event_msg")
+            && l.value.pointer("/payload/type").and_then(Value::as_str) == Some("item_completed")
+    };
+    if c.unmatched && records.iter().any(envelope) {
+        return Err(Whole(
+            "an envelope may be the twin of an item before the cut",
+        ));
+    }
+    if c.unabsorbed
+        && records
+            .iter()
+            .any(|l| kind(l).as_deref() == Some("response_item"))
+    {
+        return Err(Whole(
+            "an item may be the twin of an envelope before the cut",
+        ));
+    }
+    let marker = |l: &Line| {
+        kind(l).as_deref() == Some("event_msg")
+            && l.value.pointer("/payload/type").and_then(Value::as_str) == Some("task_started")
+    };
+    if !c.markers && !c.at_marker && from.events > 0 && records.iter().any(marker) {
+        // The whole session's turns would come from the markers, those before the cut too.
+        return Err(Whole("turn markers begin after the cut"));
+    }
+    let mut session = SessionDraft::new(Origin::Codex, c.header.native_id.clone());
+    session.parent_native_id = c.header.parent_native_id.clone();
+    session.branch_type = match c.header.branch_type.as_deref() {
+        Some("subagent") => Some("subagent"),
+        Some("fork") => Some("fork"),
+        _ => None,
+    };
+    session.created_at = c.created_at;
+    session.updated_at = c.updated_at;
+    session.cwd = c.cwd.clone();
+    session.git_remote = c.git_remote.clone();
+    session.git_branch = c.git_branch.clone();
+    session.snapshots = snapshots;
+    let mut history = blake3::Hasher::new();
+    history.update(c.history.as_bytes());
+    let mut state = State {
+        seen_meta: c.seen_meta,
+        model: c.model.clone(),
+        models: c.models.clone().into_iter().collect(),
+        totals: c.totals,
+        history,
+        history_text: c.history.clone(),
+        anonymous_turns: c.anonymous_turns,
+        direct: envelope::DirectItems::scan(&records, from.events),
+        base: from.events,
+        prior_calls: c.calls.iter().copied().collect(),
+        prior_assistant: c.assistant,
+        prior_unmatched: c.unmatched,
+        prior_unabsorbed: c.unabsorbed,
+        prior_markers: c.markers || c.at_marker,
+        prior_incomplete: c.incomplete,
+        ..State::default()
+    };
+    for line in records {
+        parsed.records += 1;
+        read_line(&mut session, &mut state, line, parsed);
+        if let Some(why) = state.whole {
+            return Err(Whole(why));
+        }
+    }
+    finish(&mut session, state);
+    Ok(session)
 }
 
 #[derive(Default)]
@@ -88,8 +354,32 @@ struct State {
     anonymous_turns: usize,
     /// The file's direct turn items, so that their `item_completed` twins are not read again.
     direct: envelope::DirectItems,
-    /// `call_id` → the record of the tool call, for the records that answer it.
+    /// `call_id` → the record of the tool call (global index), for the records that answer it.
     calls: std::collections::HashMap<String, usize>,
+    /// The history's text (what `history` hashed).
+    history_text: String,
+    /// Each tool call's hashed id and record, in order.
+    call_hashes: Vec<(u64, usize)>,
+    /// The session index of this read's first record (0 unless it continues from a cut).
+    base: usize,
+    /// For a continued read: the hashed ids of the calls before the cut.
+    prior_calls: std::collections::HashSet<u64>,
+    /// For a continued read: an assistant message before the cut could still be billed.
+    prior_assistant: bool,
+    prior_unmatched: bool,
+    prior_unabsorbed: bool,
+    /// For a continued read: the rollout wrote turn markers before the cut.
+    prior_markers: bool,
+    /// For a continued read: a turn before the cut has no completion marker.
+    prior_incomplete: bool,
+    /// The global index of the first envelope read as content.
+    unabsorbed_from: Option<usize>,
+    /// Checkpoints found so far (made into the model's at `finish`).
+    pending: Vec<(At, Lite)>,
+    /// Spans no cut may fall inside.
+    resume: Resume,
+    /// Why this continued read must give way to a whole one.
+    whole: Option<&'static str>,
 }
 
 fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: &mut ParsedFile) {
@@ -97,6 +387,49 @@ fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: 
     let kind = str_field(record, "type").unwrap_or_else(|| "unknown".to_string());
     let payload = record.get("payload").cloned().unwrap_or(Value::Null);
     let sub = str_field(&payload, "type");
+    // A place a later read may continue from: a turn's start with every earlier turn complete,
+    // or, in a rollout that writes no turn markers, a record that opens a message other than
+    // the model's.
+    let marked_turn = kind == "event_msg" && sub.as_deref() == Some("task_started");
+    let opens_message = session.turn_markers.is_empty()
+        && kind == "response_item"
+        && match sub.as_deref() {
+            Some("message") => str_field(&payload, "role").as_deref() != Some("assistant"),
+            Some(s) => s.ends_with("_output"),
+            None => false,
+        };
+    if marked_turn || opens_message {
+        let lite = Lite {
+            header: Header {
+                native_id: session.native_id.clone(),
+                parent_native_id: session.parent_native_id.clone(),
+                branch_type: session.branch_type.map(str::to_string),
+            },
+            created_at: session.created_at,
+            updated_at: session.updated_at,
+            cwd: session.cwd.clone(),
+            git_remote: session.git_remote.clone(),
+            git_branch: session.git_branch.clone(),
+            seen_meta: state.seen_meta,
+            model: state.model.clone(),
+            models: state.models.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            totals: state.totals,
+            history_len: state.history_text.len(),
+            anonymous_turns: state.anonymous_turns,
+            calls_len: state.call_hashes.len(),
+            assistant: state.last_assistant.is_some() || state.prior_assistant,
+            markers: !session.turn_markers.is_empty() || state.prior_markers,
+            incomplete: session.turn_markers.iter().any(|m| !m.completed) || state.prior_incomplete,
+            snapshots: session.snapshots.len(),
+            at_marker: marked_turn,
+        };
+        let at = At {
+            event: session.events.len(),
+            messages: session.messages.len(),
+            usage: session.usage.len(),
+        };
+        state.pending.push((at, lite));
+    }
     let time = json_time(record.get("timestamp")).or_else(|| json_time(payload.get("timestamp")));
     if let Some(t) = time {
         session.created_at = Some(session.created_at.map_or(t, |c| c.min(t)));
@@ -115,7 +448,13 @@ fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: 
         },
         time,
         surface,
-        sources: call_link(state, &kind, sub.as_deref(), &payload, event_index),
+        sources: call_link(
+            state,
+            &kind,
+            sub.as_deref(),
+            &payload,
+            state.base + event_index,
+        ),
         payload: line.text,
         ..EventDraft::default()
     });
@@ -299,10 +638,18 @@ fn call_link(
             Some("function_call" | "custom_tool_call" | "local_shell_call")
         );
     if is_call {
+        let hash = call_hash(&call_id);
+        if !state.calls.contains_key(&call_id) {
+            state.call_hashes.push((hash, event_index));
+        }
         state.calls.entry(call_id).or_insert(event_index);
         return Vec::new();
     }
-    state.calls.get(&call_id).copied().into_iter().collect()
+    let found = state.calls.get(&call_id).copied();
+    if found.is_none() && state.prior_calls.contains(&call_hash(&call_id)) {
+        state.whole = Some("a record names a tool call before the cut");
+    }
+    found.into_iter().collect()
 }
 
 /// An `item_completed` envelope: its item is read in its direct form and the envelope joins the
@@ -324,12 +671,22 @@ fn read_item_completed(
         if let Some(event) = session.events.get_mut(event_index) {
             event.sources.push(direct);
         }
+        // No cut between the twins.
+        let here = state.base + event_index;
+        let (first, last) = (direct.min(here), direct.max(here));
+        state
+            .resume
+            .spans
+            .push((first.saturating_sub(state.base), last - state.base));
         return;
     }
     let forms = envelope::direct_forms(item);
     if forms.is_empty() {
         return;
     }
+    state
+        .unabsorbed_from
+        .get_or_insert(state.base + event_index);
     if let Some(event) = session.events.get_mut(event_index) {
         event.surface = Surface::Current;
     }
@@ -390,7 +747,12 @@ fn open_assistant<'a>(
     event_index: usize,
 ) -> &'a mut MessageDraft {
     let index = match state.open_assistant {
-        Some(i) if i < session.messages.len() => i,
+        Some(i) if i < session.messages.len() => {
+            if let Some(m) = session.messages.get(i) {
+                state.resume.spans.push((m.event_index, event_index));
+            }
+            i
+        }
         _ => {
             let mut m = MessageDraft::new(Role::Assistant, time, event_index);
             m.model = state.model.clone();
@@ -432,14 +794,17 @@ fn read_event(
         }
         Some("task_complete") => {
             let id = str_field(payload, "turn_id");
-            let marker = match id {
+            let marker = match &id {
                 Some(id) => session
                     .turn_markers
                     .iter_mut()
                     .rev()
-                    .find(|m| m.turn_id == id),
+                    .find(|m| m.turn_id == *id),
                 None => session.turn_markers.iter_mut().rev().find(|m| !m.completed),
             };
+            if marker.is_none() && (id.is_some() || state.prior_incomplete) && state.base > 0 {
+                state.whole = Some("a turn before the cut completes");
+            }
             if let Some(m) = marker {
                 m.completed = true;
                 m.completed_at_ms = time;
@@ -482,13 +847,12 @@ fn read_token_count(
         delta
     };
     state.totals = now;
-    state.history.update(
-        format!(
-            "{},{},{},{};",
-            now.input, now.cached, now.output, now.reasoning
-        )
-        .as_bytes(),
+    let line = format!(
+        "{},{},{},{};",
+        now.input, now.cached, now.output, now.reasoning
     );
+    state.history.update(line.as_bytes());
+    state.history_text.push_str(&line);
     let fingerprint = state.history.finalize().to_hex();
     let tokens = Tokens {
         input: delta.input - delta.cached,
@@ -498,11 +862,15 @@ fn read_token_count(
         cache_write: 0,
         cache_write_1h: 0,
     };
+    if state.last_assistant.is_none() && state.prior_assistant {
+        state.whole = Some("a token count bills a response before the cut");
+    }
     if let Some(m) = state
         .last_assistant
         .and_then(|i| session.messages.get_mut(i))
     {
         m.tokens.get_or_insert_with(Tokens::default).add(&tokens);
+        state.resume.spans.push((m.event_index, event_index));
     }
     session.usage.push(UsageDraft {
         response_key: Some(format!(

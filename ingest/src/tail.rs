@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::claude_code::{self, Continue, Whole};
+use super::codex;
 use super::derive::{self, Cut, Prefix, SessionRows};
 use super::lines::{self, Line};
 use super::model::{Checkpoint, ParsedFile, RecordedVia, Resume, SnapshotDraft};
@@ -33,6 +34,9 @@ pub struct ResumeState {
     pub version: u32,
     /// The file's one session.
     pub session_id: String,
+    /// The format, which decides the reader that continues (`claude-code-session`,
+    /// `codex-session`).
+    pub origin: String,
     /// Bytes read: the end of the last complete line.
     pub offset: u64,
     /// Lines before `offset`.
@@ -145,6 +149,7 @@ pub fn cut_whole(
         state: ResumeState {
             version: VERSION,
             session_id: rows.session.session_id.clone(),
+            origin: rows.session.origin.to_string(),
             offset,
             lines,
             records,
@@ -233,18 +238,19 @@ pub fn read(
     records.extend(new_lines);
     let snapshots = archived_snapshots(conn, sid, &state.carried).map_err(sql)?;
     let mut scratch = ParsedFile::default();
-    let (draft, opened) = claude_code::resume(
-        name,
-        Continue {
-            state: &state.carried,
-            events: state.prefix.events,
-            archived: archived_count,
-            archived_sources: sources,
-        },
-        records,
-        snapshots,
-        &mut scratch,
-    )?;
+    let from = Continue {
+        state: &state.carried,
+        events: state.prefix.events,
+        archived: archived_count,
+        archived_sources: sources,
+    };
+    let (draft, opened) = match state.origin.as_str() {
+        "codex-session" => (
+            codex::resume(from, records, snapshots, &mut scratch)?,
+            Vec::new(),
+        ),
+        _ => claude_code::resume(name, from, records, snapshots, &mut scratch)?,
+    };
     // Diagnostics of the re-read archived records were reported when they were first read.
     parsed.diagnostics.extend(
         scratch
@@ -281,6 +287,7 @@ pub fn read(
             state: ResumeState {
                 version: VERSION,
                 session_id: state.session_id.clone(),
+                origin: state.origin.clone(),
                 offset: state.offset + end as u64,
                 lines: state.lines + complete_lines,
                 records: state.records + fresh_count,
@@ -437,12 +444,13 @@ fn choose(resume: &Resume, rows: &SessionRows, keep: &Value, continuing: bool) -
             keep.clone(),
         );
     };
-    // The turn the record after the cut is in, and whether the cut is that turn's start (an
-    // authored message opening it) or falls inside it.
+    // The turn the record after the cut is in, and whether the cut is that turn's start (the
+    // record before it is in another turn) or falls inside it.
     let turn = rows.events.get(c.event).and_then(|e| e.turn);
-    let starts_turn = rows.messages.get(c.messages).is_some_and(|m| {
-        m.authored && m.event_seq == rows.events.get(c.event).map_or(-1, |e| e.seq)
-    });
+    let starts_turn = match c.event.checked_sub(1).and_then(|i| rows.events.get(i)) {
+        Some(before) => before.turn != turn,
+        None => !continuing,
+    };
     (
         Cut {
             event: c.event,
@@ -451,6 +459,7 @@ fn choose(resume: &Resume, rows: &SessionRows, keep: &Value, continuing: bool) -
             turn: turn.unwrap_or(0),
             open_turn: turn.filter(|_| !starts_turn),
         },
-        claude_code::state_value(c.state.as_ref()),
+        codex::state_value(c.state.as_ref())
+            .unwrap_or_else(|| claude_code::state_value(c.state.as_ref())),
     )
 }

@@ -39,18 +39,28 @@ pub struct DirectItems {
 }
 
 impl DirectItems {
-    /// Collects the direct items of a rollout (messages, reasoning, tool calls and outputs).
-    pub fn scan(lines: &[Line]) -> Self {
+    /// Collects the direct items of a rollout (messages, reasoning, tool calls and outputs);
+    /// `base` is the session index of the first line (its records are numbered from it).
+    pub fn scan(lines: &[Line], base: usize) -> Self {
         let mut direct = DirectItems::default();
         for (record, line) in lines.iter().enumerate() {
             if line.value.get("type").and_then(Value::as_str) != Some("response_item") {
                 continue;
             }
             if let Some(payload) = line.value.get("payload") {
-                direct.add(payload, record);
+                direct.add(payload, base + record);
             }
         }
         direct
+    }
+
+    /// The record of the first direct item no envelope matched.
+    pub fn first_unmatched(&self) -> Option<usize> {
+        self.items
+            .iter()
+            .filter(|d| !d.used)
+            .map(|d| d.record)
+            .min()
     }
 
     fn add(&mut self, payload: &Value, record: usize) {
@@ -381,7 +391,7 @@ mod tests {
             json!({"type": "response_item", "payload": {"type": "message", "role": "assistant",
                 "id": "msg_1", "content": [{"type": "output_text", "text": "done"}]}}),
         ]);
-        let mut items = DirectItems::scan(&direct);
+        let mut items = DirectItems::scan(&direct, 0);
         let user = json!({"type": "UserMessage", "id": "fresh", "content": [{"type": "text", "text": "go on"}]});
         assert_eq!(items.absorbs(&user), Some(0));
         // A second "go on" has no direct twin left.
