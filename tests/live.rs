@@ -432,9 +432,41 @@ fn the_live_stream_names_only_what_the_callers_scope_sees_and_ends_when_revoked(
     );
     assert_eq!(session["committed_turns"], committed, "{last}");
     assert_eq!(committed, 1);
-    // Revoked, the stream ends at the next change with why.
-    f.revoke("alice-laptop");
+    // The admin's token moved to alice's scope in the tokens file: from the next change on, its
+    // stream is narrowed too (bob writes again; only alice's session is named after that).
+    let text = std::fs::read_to_string(&f.tokens).unwrap();
+    let narrowed = text.replacen(
+        "name = \"ops\"\nscope = \"admin\"",
+        "name = \"ops\"\nscope = \"alice\"",
+        1,
+    );
+    assert_ne!(narrowed, text, "the tokens file names ops as admin");
+    std::fs::write(&f.tokens, narrowed).unwrap();
+    let before = admin.text().len();
+    let bob_again = "33fe0000-0000-4000-8000-000000000003";
+    append(
+        &bob_folder.join(format!("{bob_again}.jsonl")),
+        &records_of(bob_again),
+    );
+    crate::support::ingest_with(&f.archive, &["--owner", "bob"], &[&bob_folder]);
     append(&folder.join(format!("{mine}.jsonl")), &records()[5..]);
+    alice.wait_for("\"turns\":2");
+    let started = std::time::Instant::now();
+    while !admin.text()[before..].contains("\"turns\":2") {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{}",
+            admin.text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        !admin.text()[before..].contains(bob_again),
+        "{}",
+        admin.text()
+    );
+    // Revoked, the stream ends at the next look with why.
+    f.revoke("alice-laptop");
     alice.wait_for("event: end");
     assert!(alice.text().contains("revoked"), "{}", alice.text());
 }

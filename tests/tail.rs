@@ -253,6 +253,32 @@ fn every_codex_corpus_file_grown_together_equals_a_fresh_ingest() {
     assert!(continued > 60, "{continued} continued reads");
 }
 
+#[test]
+fn a_session_stored_under_a_new_id_beside_its_copy_grows_as_a_fresh_ingest_reads_it() {
+    let Some(corpus) = corpus() else { return };
+    let source = corpus.join("claude-code/chiphuyen-sniffly/projects/-Users-chip-dev-ai-music/ba79134d-b6e9-4867-af0c-6941038c9e4b.jsonl");
+    let bytes = std::fs::read(&source).unwrap();
+    let ends = line_ends(&bytes);
+    let half = ends[ends.len() / 2];
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("projects");
+    std::fs::create_dir_all(&folder).unwrap();
+    // The same session in two files of one folder: the second read is stored under a new id.
+    std::fs::write(folder.join("a-copy.jsonl"), &bytes[..half]).unwrap();
+    let file = folder.join("b-live.jsonl");
+    std::fs::write(&file, &bytes[..half]).unwrap();
+    let archive = dir.path().join("archive.db");
+    let first = ingest(&archive, &folder);
+    let kinds = crate::support::diagnostic_kinds(&first);
+    assert!(
+        kinds.iter().any(|(_, k)| k == "duplicate_session_id"),
+        "{kinds:?}"
+    );
+    append(&file, &bytes[half..]);
+    ingest(&archive, &folder);
+    equals_fresh(&archive, &folder, dir.path(), "the renamed session grown");
+}
+
 /// Grows every JSONL file under `root` in eight rounds, all files a round at a time, ingesting
 /// after each; compares every table with a fresh ingest halfway and at the end. Returns the
 /// files and the reads that continued.

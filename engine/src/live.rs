@@ -10,8 +10,12 @@ use serde::Serialize;
 use crate::api::Session;
 use crate::error::Error;
 
-/// More sessions than this changed at once: the feed says `reload` instead of listing them.
+/// More than this many changed sessions the scope sees: the feed says `reload` instead of
+/// listing them.
 pub const MAX_LISTED: usize = 500;
+
+/// The changed sessions are narrowed by the scope in groups of this many ids.
+const CHUNK: usize = 1000;
 
 /// What changed since a generation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -58,37 +62,46 @@ pub async fn changes(session: &Session, since: i64) -> Result<Changes, Error> {
             reload: false,
         });
     }
-    let written = session
-        .sessions_written_after(since, MAX_LISTED + 1)
-        .await?;
-    if written.len() > MAX_LISTED {
-        return Ok(Changes {
-            generation,
-            sessions: Vec::new(),
-            reload: true,
-        });
+    let written = session.sessions_written_after(since, usize::MAX).await?;
+    // In the caller's scope, a group of ids at a time: a session it does not see is not there,
+    // and how many others changed is not told (`reload` counts only what the scope sees).
+    let mut sessions = Vec::new();
+    for group in written.chunks(CHUNK) {
+        sessions.extend(visible(session, group).await?);
+        if sessions.len() > MAX_LISTED {
+            return Ok(Changes {
+                generation,
+                sessions: Vec::new(),
+                reload: true,
+            });
+        }
     }
-    if written.is_empty() {
-        return Ok(Changes {
-            generation,
-            sessions: Vec::new(),
-            reload: false,
-        });
-    }
-    let ids = written
+    sessions.sort_by(|a, b| {
+        b.updated_at
+            .cmp(&a.updated_at)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+    });
+    Ok(Changes {
+        generation,
+        sessions,
+        reload: false,
+    })
+}
+
+/// Those of `ids` the session's scope sees, with their counts.
+async fn visible(session: &Session, ids: &[String]) -> Result<Vec<LiveSession>, Error> {
+    let ids = ids
         .iter()
         .map(|id| format!("'{}'", id.replace('\'', "''")))
         .collect::<Vec<_>>()
         .join(", ");
-    // In the caller's scope: a session it does not see is not there.
     let (_, rows) = session
         .sql_rows(&format!(
             "SELECT s.session_id, s.title, s.origin, s.updated_at, s.message_count,
                     COUNT(t.turn_id), SUM(CASE WHEN t.committed THEN 1 ELSE 0 END)
              FROM sessions s LEFT JOIN turns t ON t.session_id = s.session_id
              WHERE s.session_id IN ({ids})
-             GROUP BY s.session_id, s.title, s.origin, s.updated_at, s.message_count
-             ORDER BY s.updated_at DESC NULLS LAST, s.session_id"
+             GROUP BY s.session_id, s.title, s.origin, s.updated_at, s.message_count"
         ))
         .await?;
     let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).map(str::to_string);
@@ -102,7 +115,7 @@ pub async fn changes(session: &Session, since: i64) -> Result<Changes, Error> {
             })
         })
     };
-    let sessions = rows
+    Ok(rows
         .iter()
         .map(|r| LiveSession {
             session_id: text(r.first()).unwrap_or_default(),
@@ -113,10 +126,5 @@ pub async fn changes(session: &Session, since: i64) -> Result<Changes, Error> {
             turns: number(r.get(5)).unwrap_or(0),
             committed_turns: number(r.get(6)).unwrap_or(0),
         })
-        .collect();
-    Ok(Changes {
-        generation,
-        sessions,
-        reload: false,
-    })
+        .collect())
 }

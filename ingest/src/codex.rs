@@ -318,6 +318,8 @@ pub fn resume(
         direct: envelope::DirectItems::scan(&records, from.events),
         base: from.events,
         prior_calls: c.calls.iter().copied().collect(),
+        // Kept for the next cut too (their records lie before this one).
+        call_hashes: c.calls.iter().map(|h| (*h, 0)).collect(),
         prior_assistant: c.assistant,
         prior_unmatched: c.unmatched,
         prior_unabsorbed: c.unabsorbed,
@@ -390,7 +392,9 @@ fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: 
     // A place a later read may continue from: a turn's start with every earlier turn complete,
     // or, in a rollout that writes no turn markers, a record that opens a message other than
     // the model's.
-    let marked_turn = kind == "event_msg" && sub.as_deref() == Some("task_started");
+    let marked_turn = kind == "event_msg"
+        && sub.as_deref() == Some("task_started")
+        && state.open_assistant.is_none();
     let opens_message = session.turn_markers.is_empty()
         && kind == "response_item"
         && match sub.as_deref() {

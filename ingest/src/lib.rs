@@ -367,6 +367,7 @@ fn prepare_file(
             ))) => {
                 read_before = read;
                 reread = Some("it holds no resumable session");
+                let grown_size = grown.size;
                 if let Some(state) = resume
                     && own_session(c, &name, &state.session_id, claimed)
                 {
@@ -386,7 +387,7 @@ fn prepare_file(
                                 state.session_id.clone(),
                                 Claim {
                                     path: name.clone(),
-                                    size: state.offset as i64,
+                                    size: grown_size as i64,
                                 },
                             );
                             return work;

@@ -189,11 +189,24 @@ fn write_continued(
     resume: Option<&Resumable>,
 ) -> rusqlite::Result<(usize, Option<Marks>)> {
     let sid = s.session.session_id.as_str();
-    let (epoch, machine, created_at): (i64, Option<String>, Option<i64>) = tx
-        .prepare_cached(
-            "SELECT replacement_epoch, machine, created_at FROM sessions WHERE session_id = ?1",
+    // The archive as the read found it: another writer may have written the file since (its
+    // rows then lie elsewhere than the marks say).
+    let archived: Option<String> = tx
+        .prepare_cached("SELECT state FROM source_resume WHERE path = ?1")?
+        .query_row([&stamp.path], |r| r.get(0))
+        .optional()?;
+    if archived.as_deref() != Some(continued.state_text.as_str()) {
+        return Err(rusqlite::Error::ToSqlConversionFailure(
+            "another writer wrote this file since it was read; it is read again at the next ingest"
+                .into(),
+        ));
+    }
+    let (epoch, machine, created_at, updated_at): (i64, Option<String>, Option<i64>, Option<i64>) =
+        tx.prepare_cached(
+            "SELECT replacement_epoch, machine, created_at, updated_at FROM sessions
+             WHERE session_id = ?1",
         )?
-        .query_row([sid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        .query_row([sid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
     let m = &continued.marks;
     // Responses to resolve again: those recorded after the cut, before and now, and those of
     // the turn the cut fell inside (their commitment may change); every one of the session's
@@ -216,6 +229,18 @@ fn write_continued(
     mark_affected(tx, keys.iter())?;
     tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_sessions VALUES (?1)")?
         .execute([sid])?;
+    // Whether another session continues this one depends on when this one ended: the sessions
+    // sharing a response with it are linked again.
+    if updated_at != s.session.updated_at || everything {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO temp.affected_sessions
+             SELECT DISTINCT o.session_id FROM usage_records r
+             JOIN usage_records o ON o.response_key = r.response_key
+                  AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
+             WHERE r.session_id = ?1 AND r.recorded_via = 'transcript'",
+        )?
+        .execute([sid])?;
+    }
     tx.prepare_cached(NOTE_SESSION_PARTITION)?.execute([sid])?;
     tx.prepare_cached(&format!("{FTS_DELETE_SESSION} AND rowid >= ?2"))?
         .execute(params![sid, m.blocks])?;

@@ -49,6 +49,9 @@ pub struct ResumeState {
     pub carried: Value,
     /// The first row id after the cut in each table.
     pub marks: Marks,
+    /// The state's text as archived (not stored in it).
+    #[serde(skip)]
+    pub text: String,
 }
 
 /// The first row id after the cut in each table (`i64::MAX` when the table has none).
@@ -107,6 +110,9 @@ pub struct Continued {
     pub usage_from: usize,
     /// When the cut fell inside a turn: that turn's first usage seq.
     pub turn_usage_from: Option<usize>,
+    /// The archived state the read continued (`source_resume.state`), which the write checks is
+    /// still the archive's: another writer may have written the file since.
+    pub state_text: String,
 }
 
 /// The state archived for `path`, if any (and of this version).
@@ -120,6 +126,7 @@ pub fn archived(conn: &Connection, path: &str) -> Option<ResumeState> {
     serde_json::from_str::<ResumeState>(&text)
         .ok()
         .filter(|s| s.version == VERSION)
+        .map(|s| ResumeState { text, ..s })
 }
 
 /// Where a file's complete lines end: the offset after the last newline, and the lines before
@@ -144,6 +151,14 @@ pub fn cut_whole(
     let resume = draft_resume?;
     let (offset, lines) = ends;
     let (cut, carried) = choose(resume, rows, &Value::Null, false);
+    // A session stored under another id than its records give (a duplicate renamed on ingest)
+    // is read whole each time.
+    if carried
+        .pointer("/header/native_id")
+        .is_some_and(|id| id.as_str() != Some(rows.session.native_id.as_str()))
+    {
+        return None;
+    }
     Some(Resumable {
         cut,
         state: ResumeState {
@@ -156,6 +171,7 @@ pub fn cut_whole(
             prefix: Prefix::default().advance(rows, cut),
             carried,
             marks: Marks::default(),
+            text: String::new(),
         },
     })
 }
@@ -267,6 +283,9 @@ pub fn read(
         ));
     }
     let resume = draft.resume.clone().unwrap_or_default();
+    if draft.session_id() != state.session_id {
+        return Err(Whole("the session is stored under another id"));
+    }
     let rows = derive::derive_after(draft, owner, &state.prefix);
     let (cut, carried) = choose(
         &resume,
@@ -281,6 +300,7 @@ pub fn read(
             marks: state.marks,
             usage_from: state.prefix.usage,
             turn_usage_from: state.prefix.open_turn.as_ref().map(|o| o.usage_from),
+            state_text: state.text.clone(),
         },
         resumable: Resumable {
             cut,
@@ -294,6 +314,7 @@ pub fn read(
                 prefix: state.prefix.advance(&rows, cut),
                 carried,
                 marks: Marks::default(),
+                text: String::new(),
             },
         },
         rows,

@@ -550,7 +550,7 @@ function dashboardView(view, params) {
     // New committed turns: the panels (their totals first) answered again in place, at most
     // every five seconds.
     let waiting = false;
-    onLive = () => {
+    if (document.body.contains(grid)) onLive = () => {
       if (waiting) return;
       waiting = true;
       setTimeout(() => {

@@ -808,7 +808,7 @@ impl Session {
                 .prepare(
                     "SELECT s.session_id FROM source_files f
                      JOIN sessions s ON s.source_path = f.path
-                     WHERE f.generation > ?1 LIMIT ?2",
+                     WHERE f.generation > ?1 ORDER BY s.session_id LIMIT ?2",
                 )
                 .map_err(|e| Error::archive(&archive, e))?;
             let ids = stmt

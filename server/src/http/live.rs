@@ -1,10 +1,11 @@
 //! `GET /api/live`: server-sent events telling a caller what the archive's writers committed,
 //! in the caller's scope. The stream opens with `hello` (the archive's generation); each time
 //! the generation moves it sends `changes`: the changed sessions the caller's scope sees, each
-//! with its messages, turns and committed turns (or `reload` when too many changed at once). A
-//! session the scope does not see is never named, and a generation that moved only for others
-//! sends nothing. The caller is checked again at every change: a sign-out, an expired sign-in, a
-//! revoked token or a scope that no longer resolves ends the stream with `end`.
+//! with its messages, turns and committed turns (or `reload` when more than 500 it sees changed
+//! at once). A session the scope does not see is never named, and a generation that moved only
+//! for others sends nothing. The caller is checked again at every change and every 15 s: a
+//! sign-out, an expired sign-in, a revoked token or a scope that no longer resolves ends the
+//! stream with `end`; a token moved to another scope gets that scope's changes from then on.
 //!
 //! The stream is audited once, when it opens; what it sends is computed by quarry, not asked
 //! for by the caller, and takes no query slot.
@@ -26,6 +27,9 @@ use quarry::audit::RequestKind;
 
 /// How often the archive's generation is looked at.
 const POLL: Duration = Duration::from_millis(250);
+
+/// How often the caller is checked again while nothing changes.
+const RECHECK: Duration = Duration::from_secs(15);
 
 /// `GET /api/live`.
 pub(super) async fn live(
@@ -62,6 +66,7 @@ struct Feed {
     seen: i64,
     hello: bool,
     ended: bool,
+    checked: Instant,
 }
 
 fn events(
@@ -77,6 +82,7 @@ fn events(
         seen: generation,
         hello: true,
         ended: false,
+        checked: Instant::now(),
     };
     futures::stream::unfold(feed, |mut feed| async move {
         if feed.ended {
@@ -89,23 +95,38 @@ fn events(
         }
         loop {
             tokio::time::sleep(POLL).await;
-            let Ok(now) = feed.app.service.quarry().archive_generation() else {
-                continue;
-            };
-            if now == feed.seen {
+            let moved = feed
+                .app
+                .service
+                .quarry()
+                .archive_generation()
+                .is_ok_and(|now| now != feed.seen);
+            if !moved && feed.checked.elapsed() < RECHECK {
                 continue;
             }
-            // The caller as it stands now: signed in still, its token and scope still valid.
-            let checked = feed
+            // The caller as it stands now: signed in still, its token valid, under the scope
+            // the tokens file gives it now (a narrowed scope narrows the stream).
+            feed.checked = Instant::now();
+            let caller = feed
                 .app
                 .tokens
                 .caller(&feed.headers, &Method::GET)
-                .map(|_| ());
-            let changes = match checked {
-                Ok(()) => feed.app.service.live_changes(&feed.asker, feed.seen).await,
-                Err(e) => Err(e),
-            };
-            match changes {
+                .map(|entry| super::auth::asker_of(&entry))
+                .and_then(|asker| {
+                    feed.app.service.scope(asker.scope_name())?;
+                    Ok(asker)
+                });
+            match caller {
+                Ok(asker) => feed.asker = asker,
+                Err(e) => {
+                    feed.ended = true;
+                    return Some((Ok(json_event("end", &ended(&e))), feed));
+                }
+            }
+            if !moved {
+                continue;
+            }
+            match feed.app.service.live_changes(&feed.asker, feed.seen).await {
                 Ok(changes) => {
                     feed.seen = changes.generation;
                     if changes.sessions.is_empty() && !changes.reload {
@@ -113,10 +134,13 @@ fn events(
                     }
                     return Some((Ok(json_event("changes", &changes)), feed));
                 }
-                Err(e) => {
+                // The caller's scope no longer resolves: the stream ends; anything else (the
+                // archive busy, say) is tried again at the next look.
+                Err(e @ Error::Scope(_)) => {
                     feed.ended = true;
                     return Some((Ok(json_event("end", &ended(&e))), feed));
                 }
+                Err(_) => {}
             }
         }
     })
