@@ -203,14 +203,12 @@ fn wait_for(archive: &Path, sql: &str, want: i64) {
 }
 
 fn append(file: &Path, records: &[Value]) {
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .unwrap();
+    let mut bytes = Vec::new();
     for r in records {
-        writeln!(out, "{}", serde_json::to_string(r).unwrap()).unwrap();
+        bytes.extend(serde_json::to_vec(r).unwrap());
+        bytes.push(b'\n');
     }
+    crate::support::append_bytes(file, &bytes);
 }
 
 #[test]

@@ -3,7 +3,6 @@
 //! record is read only from its last chunks on; truncations and rewrites of the archived tail are
 //! caught, and `--verify` finds what the cheap check cannot (docs/live.md).
 
-use std::io::Write;
 use std::path::Path;
 
 use serde_json::Value;
@@ -112,12 +111,7 @@ fn equals_fresh(archive: &Path, folder: &Path, scratch: &Path, at: &str) {
 }
 
 fn append(file: &Path, bytes: &[u8]) {
-    let mut out = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(file)
-        .unwrap();
-    out.write_all(bytes).unwrap();
+    crate::support::append_bytes(file, bytes);
 }
 
 fn ingest(archive: &Path, folder: &Path) -> Value {

@@ -95,7 +95,7 @@ fn finish(session: &mut SessionDraft, mut state: State) {
     let marked = session.has_turn_markers || state.prior_markers;
     resume.checkpoints = std::mem::take(&mut state.pending)
         .into_iter()
-        .filter(|(_, lite)| !marked || lite.at_marker)
+        .filter(|(_, lite)| !marked || lite.scalars.at_marker)
         .map(|(at, lite)| Checkpoint {
             event: at.event,
             messages: at.messages,
@@ -140,9 +140,18 @@ struct Point {
     at: usize,
 }
 
-/// What a checkpoint copies from the read (small).
+/// What a checkpoint copies from the read (small): the scalars, and how much of the shared
+/// history and calls lie before it.
 #[derive(Clone)]
 struct Lite {
+    scalars: Scalars,
+    history_len: usize,
+    calls_len: usize,
+}
+
+/// The reading state at a cut that is copied as it is.
+#[derive(Clone, Default, Serialize, Deserialize)]
+struct Scalars {
     header: Header,
     created_at: Option<i64>,
     updated_at: Option<i64>,
@@ -153,15 +162,17 @@ struct Lite {
     model: Option<String>,
     models: BTreeMap<String, usize>,
     totals: Cumulative,
-    history_len: usize,
     anonymous_turns: usize,
-    calls_len: usize,
+    /// An assistant message before the cut a token count could still be billed to.
     assistant: bool,
+    /// The rollout writes turn markers (`task_started`) before the cut.
     markers: bool,
+    /// A turn before the cut has no completion marker.
     incomplete: bool,
-    snapshots: usize,
-    /// The checkpoint is a `task_started` record.
+    /// The cut is a turn marker (`task_started`).
     at_marker: bool,
+    /// Context snapshots read before the cut.
+    snapshots: usize,
 }
 
 /// The identity of a session, as a continued read starts it.
@@ -175,34 +186,16 @@ struct Header {
 /// The reading state at a cut, as the archive keeps it (`source_resume`).
 #[derive(Default, Serialize, Deserialize)]
 pub struct Carried {
-    header: Header,
-    created_at: Option<i64>,
-    updated_at: Option<i64>,
-    cwd: Option<String>,
-    git_remote: Option<String>,
-    git_branch: Option<String>,
-    seen_meta: bool,
-    model: Option<String>,
-    models: BTreeMap<String, usize>,
-    totals: Cumulative,
+    #[serde(flatten)]
+    scalars: Scalars,
+    /// The cumulative totals counted before the cut, as the history hashes them.
     history: String,
-    anonymous_turns: usize,
     /// The hashed ids of the tool calls before the cut.
     calls: Vec<u64>,
-    /// An assistant message before the cut a token count could still be billed to.
-    assistant: bool,
     /// A direct item before the cut found no envelope twin.
     unmatched: bool,
     /// An envelope before the cut was read as content (no direct twin).
     unabsorbed: bool,
-    /// The rollout writes turn markers (`task_started`) before the cut.
-    markers: bool,
-    /// A turn before the cut has no completion marker.
-    incomplete: bool,
-    /// The cut is a turn marker (`task_started`).
-    at_marker: bool,
-    /// Context snapshots read before the cut.
-    snapshots: usize,
 }
 
 /// A checkpoint's state as JSON, or `None` for one not this adapter's.
@@ -210,31 +203,16 @@ pub fn state_value(state: &(dyn std::any::Any + Send + Sync)) -> Option<Value> {
     let point = state.downcast_ref::<Point>()?;
     let (lite, shared) = (&point.lite, &point.shared);
     let carried = Carried {
-        header: lite.header.clone(),
-        created_at: lite.created_at,
-        updated_at: lite.updated_at,
-        cwd: lite.cwd.clone(),
-        git_remote: lite.git_remote.clone(),
-        git_branch: lite.git_branch.clone(),
-        seen_meta: lite.seen_meta,
-        model: lite.model.clone(),
-        models: lite.models.clone(),
-        totals: lite.totals,
+        scalars: lite.scalars.clone(),
         history: shared.history.get(..lite.history_len)?.to_string(),
-        anonymous_turns: lite.anonymous_turns,
         calls: shared
             .calls
             .iter()
             .take(lite.calls_len)
             .map(|(h, _)| *h)
             .collect(),
-        assistant: lite.assistant,
         unmatched: shared.prior_unmatched || shared.unmatched_from.is_some_and(|u| u < point.at),
         unabsorbed: shared.prior_unabsorbed || shared.unabsorbed_from.is_some_and(|u| u < point.at),
-        markers: lite.markers,
-        incomplete: lite.incomplete,
-        at_marker: lite.at_marker,
-        snapshots: lite.snapshots,
     };
     serde_json::to_value(carried).ok()
 }
@@ -288,43 +266,43 @@ pub fn resume(
         kind(l).as_deref() == Some("event_msg")
             && l.value.pointer("/payload/type").and_then(Value::as_str) == Some("task_started")
     };
-    if !c.markers && !c.at_marker && from.events > 0 && records.iter().any(marker) {
+    if !c.scalars.markers && !c.scalars.at_marker && from.events > 0 && records.iter().any(marker) {
         // The whole session's turns would come from the markers, those before the cut too.
         return Err(Whole("turn markers begin after the cut"));
     }
-    let mut session = SessionDraft::new(Origin::Codex, c.header.native_id.clone());
-    session.parent_native_id = c.header.parent_native_id.clone();
-    session.branch_type = match c.header.branch_type.as_deref() {
+    let mut session = SessionDraft::new(Origin::Codex, c.scalars.header.native_id.clone());
+    session.parent_native_id = c.scalars.header.parent_native_id.clone();
+    session.branch_type = match c.scalars.header.branch_type.as_deref() {
         Some("subagent") => Some("subagent"),
         Some("fork") => Some("fork"),
         _ => None,
     };
-    session.created_at = c.created_at;
-    session.updated_at = c.updated_at;
-    session.cwd = c.cwd.clone();
-    session.git_remote = c.git_remote.clone();
-    session.git_branch = c.git_branch.clone();
+    session.created_at = c.scalars.created_at;
+    session.updated_at = c.scalars.updated_at;
+    session.cwd = c.scalars.cwd.clone();
+    session.git_remote = c.scalars.git_remote.clone();
+    session.git_branch = c.scalars.git_branch.clone();
     session.snapshots = snapshots;
     let mut history = blake3::Hasher::new();
     history.update(c.history.as_bytes());
     let mut state = State {
-        seen_meta: c.seen_meta,
-        model: c.model.clone(),
-        models: c.models.clone().into_iter().collect(),
-        totals: c.totals,
+        seen_meta: c.scalars.seen_meta,
+        model: c.scalars.model.clone(),
+        models: c.scalars.models.clone().into_iter().collect(),
+        totals: c.scalars.totals,
         history,
         history_text: c.history.clone(),
-        anonymous_turns: c.anonymous_turns,
+        anonymous_turns: c.scalars.anonymous_turns,
         direct: envelope::DirectItems::scan(&records, from.events),
         base: from.events,
         prior_calls: c.calls.iter().copied().collect(),
         // Kept for the next cut too (their records lie before this one).
         call_hashes: c.calls.iter().map(|h| (*h, 0)).collect(),
-        prior_assistant: c.assistant,
+        prior_assistant: c.scalars.assistant,
         prior_unmatched: c.unmatched,
         prior_unabsorbed: c.unabsorbed,
-        prior_markers: c.markers || c.at_marker,
-        prior_incomplete: c.incomplete,
+        prior_markers: c.scalars.markers || c.scalars.at_marker,
+        prior_incomplete: c.scalars.incomplete,
         ..State::default()
     };
     for line in records {
@@ -403,7 +381,7 @@ fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: 
             None => false,
         };
     if marked_turn || opens_message {
-        let lite = Lite {
+        let scalars = Scalars {
             header: Header {
                 native_id: session.native_id.clone(),
                 parent_native_id: session.parent_native_id.clone(),
@@ -418,14 +396,17 @@ fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: 
             model: state.model.clone(),
             models: state.models.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             totals: state.totals,
-            history_len: state.history_text.len(),
             anonymous_turns: state.anonymous_turns,
-            calls_len: state.call_hashes.len(),
             assistant: state.last_assistant.is_some() || state.prior_assistant,
             markers: !session.turn_markers.is_empty() || state.prior_markers,
             incomplete: session.turn_markers.iter().any(|m| !m.completed) || state.prior_incomplete,
             snapshots: session.snapshots.len(),
             at_marker: marked_turn,
+        };
+        let lite = Lite {
+            scalars,
+            history_len: state.history_text.len(),
+            calls_len: state.call_hashes.len(),
         };
         let at = At {
             event: session.events.len(),

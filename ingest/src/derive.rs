@@ -27,19 +27,8 @@ pub struct SessionRow {
     pub created_at: Option<i64>,
     pub updated_at: Option<i64>,
     pub duration_ms: Option<i64>,
-    pub message_count: i64,
-    pub word_count: i64,
-    pub user_messages: i64,
-    pub authored_user_messages: i64,
-    pub assistant_messages: i64,
-    pub system_messages: i64,
-    pub tool_messages: i64,
-    pub tool_use_messages: i64,
-    pub thinking_messages: i64,
-    pub paste_messages: i64,
-    pub user_words: i64,
-    pub authored_user_words: i64,
-    pub assistant_words: i64,
+    /// The per-message sums.
+    pub counters: Counters,
     pub reported_cost_usd: Option<f64>,
 }
 
@@ -1046,35 +1035,5 @@ fn session_row(
     for m in messages {
         counters.add(m);
     }
-    let Counters {
-        message_count,
-        word_count,
-        user_messages,
-        authored_user_messages,
-        assistant_messages,
-        system_messages,
-        tool_messages,
-        tool_use_messages,
-        thinking_messages,
-        paste_messages,
-        user_words,
-        authored_user_words,
-        assistant_words,
-    } = counters;
-    SessionRow {
-        message_count,
-        word_count,
-        user_messages,
-        authored_user_messages,
-        assistant_messages,
-        system_messages,
-        tool_messages,
-        tool_use_messages,
-        thinking_messages,
-        paste_messages,
-        user_words,
-        authored_user_words,
-        assistant_words,
-        ..row
-    }
+    SessionRow { counters, ..row }
 }

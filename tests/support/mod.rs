@@ -108,6 +108,17 @@ pub fn ingest_with(archive: &Path, flags: &[&str], paths: &[&Path]) -> serde_jso
     quarry_json(&refs)
 }
 
+/// Appends `bytes` to `file` (created if need be), as an agent writing its transcript does.
+pub fn append_bytes(file: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    let mut out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .expect("open for append");
+    out.write_all(bytes).expect("append");
+}
+
 /// A read-only connection to an archive.
 pub fn open(archive: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open_with_flags(archive, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
