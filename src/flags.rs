@@ -355,20 +355,27 @@ pub enum AssertionsCommand {
     },
 }
 
+/// Whose sessions a read records, and on which machine (`quarry ingest`, `quarry watch`).
+#[derive(Debug, Args)]
+pub struct ReadAs {
+    /// Owner recorded on the sessions (default: the OS user).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// The machine these files are read on (default: this host's name).
+    #[arg(long)]
+    pub machine: Option<String>,
+}
+
 /// `quarry ingest`'s arguments.
 #[derive(Debug, Args)]
 pub struct IngestArgs {
     /// Files or folders to read.
     pub paths: Vec<PathBuf>,
-    /// Owner recorded on the sessions (default: the OS user).
-    #[arg(long)]
-    pub owner: Option<String>,
+    #[command(flatten)]
+    pub read_as: ReadAs,
     /// Never draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
-    /// The machine these files are read on (default: this host's name).
-    #[arg(long)]
-    pub machine: Option<String>,
     /// Replace the archived sessions of this file although it was rewritten rather than
     /// appended to (repeatable); without it a rewritten transcript is kept out.
     #[arg(long, value_name = "PATH")]
@@ -387,12 +394,8 @@ pub struct IngestArgs {
 pub struct WatchArgs {
     /// Files or folders to watch.
     pub paths: Vec<PathBuf>,
-    /// Owner recorded on the sessions (default: the OS user).
-    #[arg(long)]
-    pub owner: Option<String>,
-    /// The machine these files are read on (default: this host's name).
-    #[arg(long)]
-    pub machine: Option<String>,
+    #[command(flatten)]
+    pub read_as: ReadAs,
     /// How long a written file must stay quiet before it is read.
     #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_duration)]
     pub settle: std::time::Duration,

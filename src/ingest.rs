@@ -8,20 +8,27 @@ use quarry::Format;
 use quarry_archive::location::{host_name, os_user};
 use quarry_ingest::{IngestError, IngestOptions, Progress, ingest_reporting, reindex};
 
-use crate::flags::{Cli, IngestArgs, SnapshotArgs, WatchArgs};
+use crate::flags::{Cli, IngestArgs, ReadAs, SnapshotArgs, WatchArgs};
 use crate::{Failure, emit, open_archive, storage};
+
+/// What to read, as whom and where (the owner and machine defaulting to the OS user and host).
+fn read_options(paths: Vec<std::path::PathBuf>, read_as: ReadAs) -> IngestOptions {
+    IngestOptions {
+        paths,
+        owner: read_as.owner.or_else(os_user),
+        machine: read_as.machine.or_else(host_name),
+        ..IngestOptions::default()
+    }
+}
 
 /// `quarry ingest [PATH...]`.
 pub fn run_ingest(cli: &Cli, args: IngestArgs) -> Result<(), Failure> {
     let json = cli.format() == Format::Json;
     let mut archive = open_archive(cli.archive.clone())?;
     let options = IngestOptions {
-        paths: args.paths,
-        owner: args.owner.or_else(os_user),
-        machine: args.machine.or_else(host_name),
         replace: args.replace,
-        quick_check: false,
         verify: args.verify,
+        ..read_options(args.paths, args.read_as)
     };
     let bar = ProgressBar::new(!args.no_progress && !json);
     let summary =
@@ -47,13 +54,7 @@ pub fn run_ingest(cli: &Cli, args: IngestArgs) -> Result<(), Failure> {
 pub fn run_watch(cli: &Cli, args: WatchArgs) -> Result<(), Failure> {
     let mut archive = open_archive(cli.archive.clone())?;
     let options = quarry_ingest::watch::WatchOptions {
-        ingest: IngestOptions {
-            paths: args.paths,
-            owner: args.owner.or_else(os_user),
-            machine: args.machine.or_else(host_name),
-            replace: Vec::new(),
-            ..IngestOptions::default()
-        },
+        ingest: read_options(args.paths, args.read_as),
         settle: args.settle,
         rescan: args.rescan,
         poll: args.poll,

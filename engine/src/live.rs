@@ -47,11 +47,6 @@ pub struct LiveSession {
     pub committed_turns: i64,
 }
 
-/// The archive's generation now.
-pub fn generation(session: &Session) -> Result<i64, Error> {
-    session.archive_generation()
-}
-
 /// The sessions written after generation `since` that `session`'s scope sees.
 pub async fn changes(session: &Session, since: i64) -> Result<Changes, Error> {
     let generation = session.archive_generation()?;

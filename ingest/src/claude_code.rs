@@ -147,18 +147,6 @@ pub fn parse(path: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
     parsed.sessions.extend(sessions);
 }
 
-/// What a read that continues a session needs besides the records: where it continues.
-pub struct Continue<'a> {
-    /// The adapter state at the cut, as [`state_value`] wrote it.
-    pub state: &'a Value,
-    /// Records before the cut (the first record's index in the session).
-    pub events: usize,
-    /// How many of `records` were archived already (the rest are new).
-    pub archived: usize,
-    /// For each archived record, the provenance the archive holds for it (global indexes).
-    pub archived_sources: Vec<Vec<usize>>,
-}
-
 /// A checkpoint's state as JSON, to keep in the archive (`Null` for a state not this
 /// adapter's).
 pub fn state_value(state: &(dyn std::any::Any + Send + Sync)) -> Value {
@@ -167,10 +155,6 @@ pub fn state_value(state: &(dyn std::any::Any + Send + Sync)) -> Value {
         .and_then(|c| serde_json::to_value(c).ok())
         .unwrap_or(Value::Null)
 }
-
-/// Why a continued read gives up (the file is then read whole).
-#[derive(Debug)]
-pub struct Whole(pub &'static str);
 
 /// Continues reading a session from a cut: `records` are the archived records from the cut on,
 /// then the new ones. The draft holds only what lies after the cut (indexes local to it), its
@@ -184,11 +168,7 @@ pub fn resume(
     snapshots: Vec<SnapshotDraft>,
     parsed: &mut ParsedFile,
 ) -> Result<(SessionDraft, Vec<(String, RecordedVia)>), Whole> {
-    if from.state.is_null() {
-        return Err(Whole("no place to continue from yet"));
-    }
-    let carried: Carried = serde_json::from_value(from.state.clone())
-        .map_err(|_| Whole("the archived read state is of another version"))?;
+    let carried: Carried = from.carried()?;
     let mut session = carried.header.draft();
     carried.apply(&mut session);
     session.snapshots = snapshots;

@@ -16,8 +16,6 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::claude_code::{Continue, Whole};
-
 use super::lines::Line;
 use super::model::*;
 use super::text::{command_of, exit_code_in, flatten_text, json_time, path_of, str_field};
@@ -233,11 +231,7 @@ pub fn resume(
     snapshots: Vec<SnapshotDraft>,
     parsed: &mut ParsedFile,
 ) -> Result<SessionDraft, Whole> {
-    if from.state.is_null() {
-        return Err(Whole("no place to continue from yet"));
-    }
-    let c: Carried = serde_json::from_value(from.state.clone())
-        .map_err(|_| Whole("the archived read state is of another version"))?;
+    let c: Carried = from.carried()?;
     let kind = |l: &Line| {
         l.value
             .get("type")

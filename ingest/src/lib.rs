@@ -587,7 +587,7 @@ fn continue_file(
         context.owner.as_deref(),
         &mut parsed,
     )
-    .map_err(|claude_code::Whole(why)| why)?;
+    .map_err(|model::Whole(why)| why)?;
     Ok(Work::Write(Box::new(writer::PendingFile {
         stamp: FileStamp {
             path: name.to_string(),

@@ -448,6 +448,33 @@ pub struct Resume {
     pub spans: Vec<(usize, usize)>,
 }
 
+/// What a read that continues a session needs besides the records: where it continues.
+pub struct Continue<'a> {
+    /// The adapter's state at the cut, as the archive keeps it (`Null`: no cut yet).
+    pub state: &'a serde_json::Value,
+    /// Records before the cut (the first record's index in the session).
+    pub events: usize,
+    /// How many of the records given were archived already (the rest are new).
+    pub archived: usize,
+    /// For each archived record, the provenance the archive holds for it (global indexes).
+    pub archived_sources: Vec<Vec<usize>>,
+}
+
+impl Continue<'_> {
+    /// The adapter's state at the cut, read as `T`.
+    pub fn carried<T: serde::de::DeserializeOwned>(&self) -> Result<T, Whole> {
+        if self.state.is_null() {
+            return Err(Whole("no place to continue from yet"));
+        }
+        serde_json::from_value(self.state.clone())
+            .map_err(|_| Whole("the archived read state is of another version"))
+    }
+}
+
+/// Why a continued read gives up (the file is then read whole).
+#[derive(Debug)]
+pub struct Whole(pub &'static str);
+
 /// The state of a session's reading just before one of its records (one that opens a message).
 #[derive(Clone)]
 pub struct Checkpoint {

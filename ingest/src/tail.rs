@@ -18,11 +18,11 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::claude_code::{self, Continue, Whole};
+use super::claude_code;
 use super::codex;
 use super::derive::{self, Cut, Prefix, SessionRows};
 use super::lines::{self, Line};
-use super::model::{Checkpoint, ParsedFile, RecordedVia, Resume, SnapshotDraft};
+use super::model::{Checkpoint, Continue, ParsedFile, RecordedVia, Resume, SnapshotDraft, Whole};
 
 /// The version of [`ResumeState`]; a state of another version is ignored (the file is read whole).
 const VERSION: u32 = 1;
@@ -194,10 +194,7 @@ pub fn read(
     owner: Option<&str>,
     parsed: &mut ParsedFile,
 ) -> Result<Read, Whole> {
-    let sql = |e: rusqlite::Error| {
-        let _ = e;
-        Whole("the archived rows could not be read")
-    };
+    let sql = |_: rusqlite::Error| Whole("the archived rows could not be read");
     let sid = state.session_id.as_str();
     // The archived records after the cut, with the provenance the archive holds for them.
     let mut stmt = conn
