@@ -390,7 +390,7 @@ fn the_live_stream_names_only_what_the_callers_scope_sees_and_ends_when_revoked(
     let bob_folder = f.archive.with_file_name("bob-projects");
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::create_dir_all(&bob_folder).unwrap();
-    let server = crate::server::Server::start(
+    let mut server = crate::server::Server::start(
         &f.archive,
         &f.tokens,
         &[
@@ -467,4 +467,20 @@ fn the_live_stream_names_only_what_the_callers_scope_sees_and_ends_when_revoked(
     f.revoke("alice-laptop");
     alice.wait_for("event: end");
     assert!(alice.text().contains("revoked"), "{}", alice.text());
+    // Each stream is audited once, when it opened, under its token's name and scope then.
+    drop((alice, admin));
+    assert!(server.terminate());
+    let audit = crate::support::open(&f.archive.with_file_name("archive.audit.db"));
+    let opened = crate::support::rows::query_rows(
+        &audit,
+        "SELECT who, scope, status FROM requests WHERE kind = 'live' ORDER BY request_id",
+    )
+    .unwrap();
+    assert_eq!(
+        opened,
+        vec![
+            vec![json!("alice-laptop"), json!("alice"), json!("ok")],
+            vec![json!("ops"), json!("admin"), json!("ok")],
+        ]
+    );
 }
