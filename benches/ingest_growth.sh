@@ -1,24 +1,86 @@
 #!/usr/bin/env bash
-# How ingest keeps up as the archive grows (release build): CHUNKS corpora of MESSAGES generated
-# messages each (`quarry gen --lean`, seeds 1, 2, ...) are ingested one after another into one
-# archive, each by its own `quarry ingest` (the daily case: more sessions into an archive that
-# already holds the earlier ones). A chunk's corpus is generated just before its ingest and
-# removed after it, so the disk holds one chunk of JSONL at a time besides the archive.
-# Usage: benches/ingest_growth.sh [CHUNKS] [MESSAGES]   (default: 10 chunks of 1000000)
-# Prints one line per chunk: messages in the archive after it, the chunk's input MB, seconds
-# (the whole command), MB/s, peak RSS MB, archive MB, archive bytes per message.
-# Needs about 3 KB of disk per message (28 GB at ten million), plus one chunk of JSONL.
+# How ingest keeps up as the archive grows (release build), in MB/s per chunk of generated
+# messages (`quarry gen --lean`, seeds 1, 2, ...).
+#
+#   benches/ingest_growth.sh [CHUNKS] [MESSAGES]        (default: 10 chunks of 1000000)
+#     Each chunk is ingested by its own `quarry ingest` into one archive (the daily case: more
+#     sessions into an archive that already holds the earlier ones). A chunk's corpus is
+#     generated just before its ingest and removed after it.
+#   benches/ingest_growth.sh --one [CHUNKS] [MESSAGES]
+#     All CHUNKS are generated first and ingested by one command (a first ingest of a long
+#     history); each chunk's seconds come from the command's progress lines (`--progress-lines`,
+#     the moment its last byte was handed to the writer; the last chunk ends when the command
+#     returns). Then one more chunk is ingested by a command of its own (the daily case on the
+#     whole archive).
+#
+# Prints one line per chunk: messages in the archive after it, the chunk's input MB, seconds,
+# MB/s, peak RSS MB (of the command that read it), archive MB, archive bytes per message.
+# Needs about 3 KB of disk per message (29 GB at ten million), plus the JSONL (0.85 GB per
+# million; with --one, all of it at once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${QUARRY_BIN:-${CARGO_TARGET_DIR:-target}/release/quarry}
 [ -n "${QUARRY_BIN:-}" ] || cargo build --release --quiet
+one=
+if [ "${1:-}" = --one ]; then one=1; shift; fi
 chunks=${1:-10}
 messages=${2:-1000000}
 work=$(mktemp -d "${QUARRY_BENCH_DIR:-${TMPDIR:-/tmp}}/quarry-growth-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 printf '%-12s %10s %8s %8s %12s %11s %9s\n' messages input_MB seconds MB/s peak_RSS_MB archive_MB B/message
-total=0
-for k in $(seq 1 "$chunks"); do
+if [ -n "$one" ]; then
+  dirs=()
+  for k in $(seq 1 "$chunks"); do
+    "$bin" gen --lean --messages "$messages" --seed "$k" --out "$work/gen-$k" >/dev/null
+    dirs+=("$work/gen-$k")
+    du -sb --apparent-size "$work/gen-$k" | cut -f1 >> "$work/sizes"
+  done
+  /usr/bin/time -f '%e %M' -o "$work/time" "$bin" --archive "$work/archive.db" --format json \
+    ingest --progress-lines "${dirs[@]}" > "$work/summary.json" 2> "$work/progress"
+  rm -rf "${dirs[@]}"
+  python3 - "$messages" "$work/sizes" "$work/progress" "$work/time" "$work/archive.db" <<'PY'
+import json, os, sys
+per, sizes, progress, timing, db = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+lines = [json.loads(l) for l in open(progress) if l.startswith("{")]
+secs, rss = open(timing).read().split()
+secs, rss = float(secs), int(rss)
+# Chunk boundaries in input bytes, from the progress lines' own totals: the files of chunk k
+# come after those of chunk k-1 (the command lists the folders in order).
+weights = [int(x) for x in open(sizes).read().split()]
+total = lines[-1]["bytes_total"]
+bounds, acc = [], 0
+for w in weights:
+    acc += w
+    bounds.append(total * acc / sum(weights))
+def at(b):
+    prev = (0, 0.0)
+    for l in lines:
+        if l["bytes_done"] >= b:
+            (b0, t0), (b1, t1) = prev, (l["bytes_done"], l["elapsed_ms"] / 1000)
+            return t0 + (t1 - t0) * ((b - b0) / (b1 - b0) if b1 > b0 else 1)
+        prev = (l["bytes_done"], l["elapsed_ms"] / 1000)
+    return secs
+size = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
+t_prev, b_prev = 0.0, 0.0
+for k, b in enumerate(bounds, 1):
+    t = secs if k == len(bounds) else at(b)
+    mb = (b - b_prev) / 1e6
+    n = per * k
+    last = k == len(bounds)
+    print(f"{n:<12} {mb:>10.1f} {t - t_prev:>8.1f} {mb / (t - t_prev):>8.1f} {rss / 1024 if last else float('nan'):>12.1f} "
+          f"{size / 1e6 if last else float('nan'):>11.1f} {size / n if last else float('nan'):>9.0f}")
+    t_prev, b_prev = t, b
+print(f"# one command: {total / 1e6:.1f} MB in {secs:.1f} s, {total / 1e6 / secs:.1f} MB/s")
+PY
+  first=$((chunks + 1))
+  total=$((chunks * messages))
+else
+  first=1
+  total=0
+fi
+last=$chunks
+[ -n "$one" ] && last=$first
+for k in $(seq "$first" "$last"); do
   corpus="$work/gen-$k"
   "$bin" gen --lean --messages "$messages" --seed "$k" --out "$corpus" >/dev/null
   /usr/bin/time -f '%e %M' -o "$work/time" "$bin" --archive "$work/archive.db" --format json \

@@ -376,6 +376,10 @@ pub struct IngestArgs {
     /// Never draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Write the progress as a JSON line on standard error at most every 200 ms (elapsed_ms,
+    /// files_done, files_total, bytes_done, bytes_total, records), for logs and benchmarks.
+    #[arg(long)]
+    pub progress_lines: bool,
     /// Replace the archived sessions of this file although it was rewritten rather than
     /// appended to (repeatable); without it a rewritten transcript is kept out.
     #[arg(long, value_name = "PATH")]

@@ -30,12 +30,18 @@ pub fn run_ingest(cli: &Cli, args: IngestArgs) -> Result<(), Failure> {
         verify: args.verify,
         ..read_options(args.paths, args.read_as)
     };
-    let bar = ProgressBar::new(!args.no_progress && !json);
-    let summary =
-        ingest_reporting(&mut archive, &options, &mut |p| bar.show(p)).map_err(|e| match e {
-            IngestError::MissingPath(_) | IngestError::NothingToDiscover => Failure::usage(e),
-            other => Failure::runtime(other),
-        })?;
+    let bar = ProgressBar::new(!args.no_progress && !args.progress_lines && !json);
+    let mut lines = args.progress_lines.then(ProgressLines::new);
+    let summary = ingest_reporting(&mut archive, &options, &mut |p| {
+        bar.show(p);
+        if let Some(lines) = &mut lines {
+            lines.show(p);
+        }
+    })
+    .map_err(|e| match e {
+        IngestError::MissingPath(_) | IngestError::NothingToDiscover => Failure::usage(e),
+        other => Failure::runtime(other),
+    })?;
     drop(bar);
     if json {
         emit(&format!("{}\n", summary.to_json()));
@@ -178,6 +184,44 @@ pub fn run_reindex(cli: &Cli) -> Result<(), Failure> {
         emit(&summary.to_human());
     }
     Ok(())
+}
+
+/// The ingest's progress as JSON lines on standard error, one at most every 200 ms and one for
+/// the last file (`--progress-lines`).
+struct ProgressLines {
+    started: std::time::Instant,
+    last: Option<std::time::Instant>,
+}
+
+impl ProgressLines {
+    fn new() -> Self {
+        ProgressLines {
+            started: std::time::Instant::now(),
+            last: None,
+        }
+    }
+
+    fn show(&mut self, p: Progress) {
+        let now = std::time::Instant::now();
+        let due = self
+            .last
+            .is_none_or(|t| now.duration_since(t).as_millis() >= 200);
+        if !due && p.files_done < p.files_total {
+            return;
+        }
+        self.last = Some(now);
+        eprintln!(
+            "{}",
+            serde_json::json!({
+                "elapsed_ms": now.duration_since(self.started).as_millis() as u64,
+                "files_done": p.files_done,
+                "files_total": p.files_total,
+                "bytes_done": p.bytes_done,
+                "bytes_total": p.bytes_total,
+                "records": p.records,
+            })
+        );
+    }
 }
 
 /// The ingest's progress as a bar on standard error (drawn only on a terminal, and only when

@@ -551,10 +551,43 @@ pub const AFFECTED_TABLES: &[&str] = &[
     "CREATE TEMP TABLE IF NOT EXISTS affected_keys (key TEXT PRIMARY KEY)",
     "CREATE TEMP TABLE IF NOT EXISTS affected_sessions (session_id TEXT PRIMARY KEY)",
     "CREATE TEMP TABLE IF NOT EXISTS affected_partitions (partition TEXT PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS shared_keys (key TEXT PRIMARY KEY)",
     "DELETE FROM temp.affected_keys",
     "DELETE FROM temp.affected_sessions",
     "DELETE FROM temp.affected_partitions",
+    "DELETE FROM temp.shared_keys",
 ];
+
+/// The `usage` rows of the keys a records query (`$records`: usage_records columns plus
+/// `rank`, the `max_*` values and `record_count`) yields, one per key: its rank-1 record's.
+macro_rules! resolve_usage_from {
+    ($records:literal) => {
+        concat!(
+            "INSERT OR IGNORE INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
+                                    output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
+                                    cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
+                                    turn_committed, recorded_via, record_count)
+                 SELECT owner, response_key,
+                        CASE WHEN owner = session_id THEN message_id END, request_id, model,
+                        max_input, max_output, max_reasoning, max_cache_read, max_cache_write,
+                        max_cache_write - MIN(max_cache_write_1h, max_cache_write), MIN(max_cache_write_1h, max_cache_write),
+                        occurred_at_ms,
+                        CASE WHEN owner = session_id THEN turn_id END,
+                        CASE WHEN owner = session_id THEN turn_committed END,
+                        recorded_via, record_count
+             FROM (
+                 SELECT q.*,
+                        CASE WHEN q.recorded_via = 'progress' AND q.subagent_session_id IS NOT NULL
+                                  AND EXISTS (SELECT 1 FROM sessions c
+                                              WHERE c.session_id = q.subagent_session_id)
+                             THEN q.subagent_session_id ELSE q.session_id END AS owner
+                 FROM (",
+            $records,
+            ") q)
+             WHERE rank = 1"
+        )
+    };
+}
 
 /// Re-resolves the `usage` rows of every key in `temp.affected_keys` from `usage_records`, and
 /// the token sums of every session that owned or now owns one of them (plus the sessions listed
@@ -570,23 +603,23 @@ pub const RESOLVE_USAGE: &[&str] = &[
     "INSERT OR IGNORE INTO temp.affected_sessions
          SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
     "DELETE FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
-    "INSERT OR IGNORE INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
-                        output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
-                        cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
-                        turn_committed, recorded_via, record_count)
-     SELECT owner, response_key,
-            CASE WHEN owner = session_id THEN message_id END, request_id, model,
-            max_input, max_output, max_reasoning, max_cache_read, max_cache_write,
-            max_cache_write - MIN(max_cache_write_1h, max_cache_write), MIN(max_cache_write_1h, max_cache_write),
-            occurred_at_ms,
-            CASE WHEN owner = session_id THEN turn_id END,
-            CASE WHEN owner = session_id THEN turn_committed END,
-            recorded_via, record_count
-     FROM (
-         SELECT r.*,
-                CASE WHEN r.recorded_via = 'progress' AND r.subagent_session_id IS NOT NULL
-                          AND EXISTS (SELECT 1 FROM sessions c WHERE c.session_id = r.subagent_session_id)
-                     THEN r.subagent_session_id ELSE r.session_id END AS owner,
+    // Keys with more than one record go through the window below; the rest (most keys: a
+    // response one transcript recorded) are their one record.
+    "INSERT OR IGNORE INTO temp.shared_keys
+         SELECT key FROM temp.affected_keys k
+         WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM usage_records o
+                                      WHERE o.response_key = k.key LIMIT 2)) = 2",
+    resolve_usage_from!(
+        "SELECT r.*, 1 AS rank,
+                r.input_tokens AS max_input, r.output_tokens AS max_output,
+                r.reasoning_tokens AS max_reasoning, r.cache_read_tokens AS max_cache_read,
+                r.cache_write_tokens AS max_cache_write,
+                r.cache_write_1h_tokens AS max_cache_write_1h, 1 AS record_count
+         FROM temp.affected_keys k CROSS JOIN usage_records r ON r.response_key = k.key
+         WHERE k.key NOT IN (SELECT key FROM temp.shared_keys)"
+    ),
+    resolve_usage_from!(
+        "SELECT r.*,
                 ROW_NUMBER() OVER (PARTITION BY r.response_key
                                    ORDER BY r.recorded_via = 'progress', s.created_at IS NULL,
                                             s.created_at, r.session_id, r.seq) AS rank,
@@ -598,10 +631,9 @@ pub const RESOLVE_USAGE: &[&str] = &[
                 MAX(r.cache_write_1h_tokens) OVER k AS max_cache_write_1h,
                 COUNT(*) OVER k AS record_count
          FROM usage_records r LEFT JOIN sessions s ON s.session_id = r.session_id
-         WHERE r.response_key IN (SELECT key FROM temp.affected_keys)
-         WINDOW k AS (PARTITION BY r.response_key)
-     )
-     WHERE rank = 1",
+         WHERE r.response_key IN (SELECT key FROM temp.shared_keys)
+         WINDOW k AS (PARTITION BY r.response_key)"
+    ),
     "INSERT OR IGNORE INTO temp.affected_sessions
          SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
     // Continuations: a session whose transcript replays responses another session recorded
@@ -668,6 +700,7 @@ pub const RESOLVE_USAGE: &[&str] = &[
      FROM temp.affected_partitions WHERE true
      ON CONFLICT (partition) DO UPDATE SET generation = excluded.generation",
     "DELETE FROM temp.affected_partitions",
+    "DELETE FROM temp.shared_keys",
     "DELETE FROM temp.affected_keys",
     "DELETE FROM temp.affected_sessions",
 ];

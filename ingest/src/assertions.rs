@@ -560,8 +560,16 @@ pub(crate) fn refresh_targets(
              WHERE assertions.assertion_id = s.id AND assertions.staleness <> s.now",
             exists.join(" ")
         ))?;
+        // Only a session some claim names is looked at: the UPDATE opens a statement journal,
+        // and with it the full-text index flushes what it holds of the open transaction.
+        let mut claimed = conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM assertions
+                            WHERE session_id = ?1 AND target_ref NOT GLOB 'session:*')",
+        )?;
         for session in sessions {
-            changed += stmt.execute([session])?;
+            if claimed.query_row([session], |r| r.get::<_, bool>(0))? {
+                changed += stmt.execute([session])?;
+            }
         }
     }
     // Claims whose object the archive did not hold when they were written.

@@ -16,6 +16,7 @@
 mod aistudio;
 pub mod assertions;
 mod chatgpt;
+mod checkpoint;
 mod chunks;
 mod claude_ai;
 mod claude_code;
@@ -178,6 +179,7 @@ pub fn ingest_reporting(
     // Every statement a file's write runs (one INSERT per table, the usage resolution, the
     // bookkeeping) stays prepared: rusqlite's default cache of 16 would re-prepare them.
     archive.conn().set_prepared_statement_cache_capacity(64);
+    tune_for_ingest(archive.conn())?;
     store::prepare(archive.conn())?;
     if reindex::pending(archive.conn())? {
         summary.rederived = Some(reindex::reindex(archive.conn())?);
@@ -200,12 +202,18 @@ pub fn ingest_reporting(
         verify: options.verify,
     };
     let (sender, receiver) = mpsc::sync_channel::<Work>(2);
-    let parser = std::thread::spawn(move || parse_all(candidates, &archive_path, &context, sender));
+    let (spent, freed) = mpsc::channel();
+    let parser =
+        std::thread::spawn(move || parse_all(candidates, &archive_path, &context, sender, &freed));
 
-    let mut writer = writer::Writer::new();
+    // The WAL is checkpointed on a thread of its own while the writer writes (`checkpoint`);
+    // without it, by the writer every 128 MiB.
+    let checkpointer = checkpoint::Checkpointer::start(archive.path());
+    let own_checkpoints = if checkpointer.is_some() { 0 } else { 16384 };
     archive
         .conn()
-        .pragma_update(None, "wal_autocheckpoint", 16384)?;
+        .pragma_update(None, "wal_autocheckpoint", own_checkpoints)?;
+    let mut writer = writer::Writer::new(checkpointer, Some(spent));
     let mut write_error = None;
     for work in receiver {
         match work {
@@ -251,6 +259,11 @@ pub fn ingest_reporting(
         write_error = Some(e);
     }
     let _ = parser.join();
+    // Waits for the last checkpoint; later writes on this connection checkpoint as before.
+    drop(writer);
+    archive
+        .conn()
+        .pragma_update(None, "wal_autocheckpoint", 16384)?;
     if let Some(e) = write_error {
         return Err(IngestError::Sqlite(e));
     }
@@ -260,6 +273,34 @@ pub fn ingest_reporting(
     summary.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(summary)
 }
+
+/// Page cache and full-text buffer sized to an ingest's work. A batch's dirty pages and the
+/// index pages it touches stay in memory until it commits (1 GiB of cache, allocated only as
+/// used; past it SQLite spills pages to the WAL mid-transaction and writes them again). FTS5
+/// flushes the terms it holds into a new index segment whenever they pass its `hashsize`
+/// (1 MiB by default), and every segment is merged again later; at 64 MiB a batch's terms go
+/// out as one segment at its commit. The setting is stored in the archive and read by FTS5
+/// only when the table is opened, so it is written once.
+fn tune_for_ingest(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "cache_size", -1_048_576)?;
+    let hashsize: Option<i64> = conn
+        .query_row(
+            "SELECT v FROM blocks_fts_config WHERE k = 'hashsize'",
+            [],
+            |r| r.get(0),
+        )
+        .ok();
+    if hashsize != Some(FTS_HASHSIZE) {
+        conn.execute(
+            "INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('hashsize', ?1)",
+            [FTS_HASHSIZE],
+        )?;
+    }
+    Ok(())
+}
+
+/// The full-text index's pending-terms buffer (`tune_for_ingest`).
+const FTS_HASHSIZE: i64 = 64 * 1024 * 1024;
 
 fn sessions_by_origin(
     conn: &Connection,
@@ -294,6 +335,7 @@ fn parse_all(
     archive_path: &Path,
     context: &FileContext,
     sender: mpsc::SyncSender<Work>,
+    freed: &mpsc::Receiver<Vec<derive::SessionRows>>,
 ) {
     let conn = Connection::open_with_flags(archive_path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok();
     let mut claimed: HashMap<String, Claim> = HashMap::new();
@@ -312,6 +354,10 @@ fn parse_all(
             ),
             Candidate::File(path) => prepare_file(&path, conn.as_ref(), context, &mut claimed),
         };
+        // The rows of files the writer committed, freed on the thread that made them.
+        while let Ok(rows) = freed.try_recv() {
+            drop(rows);
+        }
         if sender.send(work).is_err() {
             return;
         }

@@ -5,18 +5,24 @@
 //! file of a batch fails, the batch is rolled back and its files are written again one
 //! transaction each, so one bad file costs only itself.
 
+use std::sync::mpsc;
+
 use rusqlite::Connection;
 
+use super::checkpoint::Checkpointer;
 use super::derive::SessionRows;
 use super::model::{Diagnostic, ParsedFile};
 use super::store::{self, FileStamp, FileState};
 use super::summary::Summary;
 use super::tail::{Continued, Resumable};
 
-/// Input bytes after which a batch commits.
-pub const BATCH_BYTES: u64 = 32 * 1024 * 1024;
-/// Milliseconds after which a batch commits.
-pub const BATCH_MILLIS: u128 = 1000;
+/// Input bytes after which a batch commits. A commit writes every page the batch touched once,
+/// so the pages of indexes keyed by random ids (a response's key) cost once per batch, not
+/// once per row: larger batches keep ingest into a large archive from rewriting most of those
+/// indexes at every commit (docs/benchmarks.md, "Ingest as the archive grows").
+pub const BATCH_BYTES: u64 = 256 * 1024 * 1024;
+/// Milliseconds after which a batch commits (what a reader of a long ingest waits for news).
+pub const BATCH_MILLIS: u128 = 10_000;
 
 /// One parsed file waiting to be written.
 pub struct PendingFile {
@@ -56,17 +62,49 @@ pub struct Writer {
     bytes: u64,
     started: std::time::Instant,
     failed: bool,
+    checkpointer: Option<Checkpointer>,
+    spent: Option<Spent>,
 }
 
+/// Where the rows of committed files go to be freed: back to the thread that allocated them.
+/// Freeing another thread's allocations takes that thread's allocator lock, and it cost the
+/// writer, the ingest's busiest thread, about a twentieth of its time.
+pub type Spent = mpsc::Sender<Vec<SessionRows>>;
+
 impl Writer {
-    /// An idle writer.
-    pub fn new() -> Self {
+    /// An idle writer; `checkpointer`, when given, checkpoints the WAL after each commit, and
+    /// `spent`, when given, takes the rows of committed files to free them.
+    pub fn new(checkpointer: Option<Checkpointer>, spent: Option<Spent>) -> Self {
         Writer {
             pending: Vec::new(),
             bytes: 0,
             started: std::time::Instant::now(),
             failed: false,
+            checkpointer,
+            spent,
         }
+    }
+
+    fn free(&self, rows: Vec<SessionRows>) {
+        if let Some(spent) = &self.spent {
+            // When the receiver is gone the rows come back and are dropped here.
+            let _ = spent.send(rows);
+        }
+    }
+
+    fn begin(&self, conn: &Connection) -> rusqlite::Result<()> {
+        if let Some(c) = &self.checkpointer {
+            c.before_transaction();
+        }
+        conn.execute_batch("BEGIN IMMEDIATE")
+    }
+
+    fn commit(&self, conn: &Connection) -> rusqlite::Result<()> {
+        conn.execute_batch("COMMIT")?;
+        if let Some(c) = &self.checkpointer {
+            c.committed();
+        }
+        Ok(())
     }
 
     /// Writes `file` into the open batch (opening one if needed) and commits when the batch is
@@ -78,7 +116,7 @@ impl Writer {
         summary: &mut Summary,
     ) -> rusqlite::Result<()> {
         if self.pending.is_empty() {
-            conn.execute_batch("BEGIN IMMEDIATE")?;
+            self.begin(conn)?;
             self.started = std::time::Instant::now();
             self.bytes = 0;
             self.failed = false;
@@ -109,23 +147,22 @@ impl Writer {
             return Ok(());
         }
         let pending = std::mem::take(&mut self.pending);
-        if !self.failed
-            && store::resolve_usage(conn).is_ok()
-            && conn.execute_batch("COMMIT").is_ok()
-        {
-            for (file, rows) in pending {
-                account(summary, file, Ok(rows));
-            }
+        if !self.failed && store::resolve_usage(conn).is_ok() && self.commit(conn).is_ok() {
+            let spent = pending
+                .into_iter()
+                .flat_map(|(file, rows)| account(summary, file, Ok(rows)))
+                .collect();
+            self.free(spent);
             return Ok(());
         }
         let _ = conn.execute_batch("ROLLBACK");
         for (file, _) in pending {
-            let result = conn.execute_batch("BEGIN IMMEDIATE").and_then(|()| {
+            let result = self.begin(conn).and_then(|()| {
                 match file
                     .write(conn)
                     .and_then(|rows| store::resolve_usage(conn).map(|()| rows))
                 {
-                    Ok(rows) => conn.execute_batch("COMMIT").map(|()| rows),
+                    Ok(rows) => self.commit(conn).map(|()| rows),
                     Err(e) => {
                         let _ = conn.execute_batch("ROLLBACK");
                         Err(e)
@@ -134,7 +171,8 @@ impl Writer {
             });
             let fatal = result.as_ref().err().is_some_and(is_fatal);
             let error = result.as_ref().err().map(ToString::to_string);
-            account(summary, file, result.map_err(|_| error.unwrap_or_default()));
+            let spent = account(summary, file, result.map_err(|_| error.unwrap_or_default()));
+            self.free(spent);
             if fatal {
                 return Err(rusqlite::Error::SqliteFailure(
                     rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
@@ -143,12 +181,6 @@ impl Writer {
             }
         }
         Ok(())
-    }
-}
-
-impl Default for Writer {
-    fn default() -> Self {
-        Self::new()
     }
 }
 
@@ -165,7 +197,12 @@ fn is_fatal(e: &rusqlite::Error) -> bool {
 }
 
 /// Counts one file's outcome in the summary.
-fn account(summary: &mut Summary, file: PendingFile, result: Result<usize, String>) {
+/// Counts one file's outcome in the summary; returns its rows, to be freed.
+fn account(
+    summary: &mut Summary,
+    file: PendingFile,
+    result: Result<usize, String>,
+) -> Vec<SessionRows> {
     summary.records += file.parsed.records;
     summary.bytes_read += file.bytes_read;
     match result {
@@ -204,4 +241,5 @@ fn account(summary: &mut Summary, file: PendingFile, result: Result<usize, Strin
             });
         }
     }
+    file.sessions
 }
