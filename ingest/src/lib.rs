@@ -179,7 +179,7 @@ pub fn ingest_reporting(
     // Every statement a file's write runs (one INSERT per table, the usage resolution, the
     // bookkeeping) stays prepared: rusqlite's default cache of 16 would re-prepare them.
     archive.conn().set_prepared_statement_cache_capacity(64);
-    tune_for_ingest(archive.conn())?;
+    let cache_size = tune_for_ingest(archive.conn())?;
     store::prepare(archive.conn())?;
     if reindex::pending(archive.conn())? {
         summary.rederived = Some(reindex::reindex(archive.conn())?);
@@ -209,7 +209,11 @@ pub fn ingest_reporting(
     // The WAL is checkpointed on a thread of its own while the writer writes (`checkpoint`);
     // without it, by the writer every 128 MiB.
     let checkpointer = checkpoint::Checkpointer::start(archive.path());
-    let own_checkpoints = if checkpointer.is_some() { 0 } else { 16384 };
+    let own_checkpoints = if checkpointer.is_some() {
+        0
+    } else {
+        WAL_AUTOCHECKPOINT
+    };
     archive
         .conn()
         .pragma_update(None, "wal_autocheckpoint", own_checkpoints)?;
@@ -259,11 +263,15 @@ pub fn ingest_reporting(
         write_error = Some(e);
     }
     let _ = parser.join();
-    // Waits for the last checkpoint; later writes on this connection checkpoint as before.
+    // Waits for the last checkpoint; later writes on this connection checkpoint themselves, in
+    // the page cache the connection had (a watch keeps its connection for days).
     drop(writer);
     archive
         .conn()
-        .pragma_update(None, "wal_autocheckpoint", 16384)?;
+        .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
+    archive
+        .conn()
+        .pragma_update(None, "cache_size", cache_size)?;
     if let Some(e) = write_error {
         return Err(IngestError::Sqlite(e));
     }
@@ -280,8 +288,9 @@ pub fn ingest_reporting(
 /// flushes the terms it holds into a new index segment whenever they pass its `hashsize`
 /// (1 MiB by default), and every segment is merged again later; at 64 MiB a batch's terms go
 /// out as one segment at its commit. The setting is stored in the archive and read by FTS5
-/// only when the table is opened, so it is written once.
-fn tune_for_ingest(conn: &Connection) -> rusqlite::Result<()> {
+/// only when the table is opened, so it is written once. Returns the cache size to restore.
+fn tune_for_ingest(conn: &Connection) -> rusqlite::Result<i64> {
+    let cache_size: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
     conn.pragma_update(None, "cache_size", -1_048_576)?;
     let hashsize: Option<i64> = conn
         .query_row(
@@ -296,8 +305,12 @@ fn tune_for_ingest(conn: &Connection) -> rusqlite::Result<()> {
             [FTS_HASHSIZE],
         )?;
     }
-    Ok(())
+    Ok(cache_size)
 }
+
+/// WAL pages after which a commit on the ingest's own connection checkpoints (128 MiB), when
+/// no checkpoint thread does it.
+const WAL_AUTOCHECKPOINT: i64 = 16384;
 
 /// The full-text index's pending-terms buffer (`tune_for_ingest`).
 const FTS_HASHSIZE: i64 = 64 * 1024 * 1024;
