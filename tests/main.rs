@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod accounting;
+mod agents;
 mod bad_input;
 mod catalog;
 mod cost;

@@ -346,3 +346,63 @@ pub fn claude_tree_usage(dir: &Path) -> TreeUsage {
     out.conflicting_models.sort();
     out
 }
+
+/// Per model, `[responses, input, output, cache_read, cache_write]` of pi session files under
+/// `dir`, read straight from the JSONL: every assistant `message` entry with some non-zero
+/// count (an aborted request bills nothing), Google's cache reads taken out of its input, and a
+/// response copied into a fork counted once: the same provider `responseId`, else the same
+/// entry id and time, else (version 1 wrote no ids) the same message time, model and counts.
+pub fn pi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.path().to_path_buf())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    for file in files {
+        for entry in good_lines(&file) {
+            if entry["type"] != "message" || entry["message"]["role"] != "assistant" {
+                continue;
+            }
+            let m = &entry["message"];
+            let u = &m["usage"];
+            if !u.is_object() {
+                continue;
+            }
+            let n = |k: &str| u[k].as_i64();
+            let (cr, cw) = (n("cacheRead").unwrap_or(0), n("cacheWrite").unwrap_or(0));
+            let (mut input, mut output) = (n("input").unwrap_or(0), n("output").unwrap_or(0));
+            if n("input").is_none() && n("output").is_none() {
+                output = (n("totalTokens").unwrap_or(0) - cr - cw).max(0);
+            }
+            let google = |k: &str| m[k].as_str().is_some_and(|s| s.starts_with("google"));
+            if google("provider") || google("api") {
+                input = (input - cr).max(0);
+            }
+            if [input, output, cr, cw] == [0, 0, 0, 0] {
+                continue;
+            }
+            let key = match (m["responseId"].as_str(), entry["id"].as_str()) {
+                (Some(r), _) => format!("response {r}"),
+                (None, Some(id)) => format!("entry {id} {}", entry["timestamp"]),
+                (None, None) => format!(
+                    "v1 {} {} {} {input} {output} {cr} {cw}",
+                    m["timestamp"], m["provider"], m["model"]
+                ),
+            };
+            let model = m["model"].as_str().unwrap_or("").to_string();
+            seen.entry(key).or_insert((model, [input, output, cr, cw]));
+        }
+    }
+    let mut by_model: BTreeMap<String, [i64; 5]> = BTreeMap::new();
+    for (model, t) in seen.into_values() {
+        let row = by_model.entry(model).or_default();
+        row[0] += 1;
+        for (i, v) in t.iter().enumerate() {
+            row[i + 1] += v;
+        }
+    }
+    by_model
+}

@@ -23,6 +23,8 @@ pub enum Format {
     ClaudeAi,
     /// AI Studio chunkedPrompt JSON.
     AiStudio,
+    /// pi coding agent session JSONL.
+    Pi,
 }
 
 impl Format {
@@ -36,6 +38,7 @@ impl Format {
             Format::ChatGpt => "a ChatGPT export",
             Format::ClaudeAi => "a Claude.ai export",
             Format::AiStudio => "an AI Studio prompt",
+            Format::Pi => "a pi session",
         }
     }
 }
@@ -61,6 +64,9 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
         }
         if v.get("sessionId").is_some() && v.get("projectHash").is_some() {
             return Some(Format::GeminiLines);
+        }
+        if super::pi::is_header(v) {
+            return Some(Format::Pi);
         }
     }
     None

@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
-/// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`) and
-/// `~/.gemini/tmp`.
+/// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
+/// `~/.gemini/tmp` and `~/.pi/agent/sessions` (or `$PI_CODING_AGENT_DIR/sessions`; pi expands
+/// a leading `~` in it).
 pub fn default_roots() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -14,10 +15,19 @@ pub fn default_roots() -> Vec<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| home.as_ref().map(|h| h.join(".codex")));
     let gemini = home.as_ref().map(|h| h.join(".gemini").join("tmp"));
+    let pi = match std::env::var("PI_CODING_AGENT_DIR") {
+        Ok(dir) if dir == "~" => home.clone(),
+        Ok(dir) => match dir.strip_prefix("~/") {
+            Some(rest) => home.as_ref().map(|h| h.join(rest)),
+            None => Some(PathBuf::from(dir)),
+        },
+        Err(_) => home.as_ref().map(|h| h.join(".pi").join("agent")),
+    };
     [
         claude.map(|c| c.join("projects")),
         codex.map(|c| c.join("sessions")),
         gemini,
+        pi.map(|p| p.join("sessions")),
     ]
     .into_iter()
     .flatten()

@@ -95,15 +95,15 @@ fn read_line(session: &mut SessionDraft, replay: &mut Replay, line: Line) {
     let value = line.value;
     if let Some(set) = value.get("$set") {
         read_set(session, set);
-        push_event(session, "$set", None, Surface::LogOnly, line.text);
+        session.push_event("$set", None, Surface::LogOnly, line.text);
     } else if let Some(target) = value.get("$rewindTo") {
-        let event_index = push_event(session, "$rewindTo", None, Surface::LogOnly, line.text);
+        let event_index = session.push_event("$rewindTo", None, Surface::LogOnly, line.text);
         if let Some(id) = target.as_str() {
             replay.rewind(session, id, event_index);
         }
     } else if value.get("sessionId").is_some() && value.get("type").is_none() {
         let time = json_time(value.get("startTime"));
-        push_event(session, "session", time, Surface::LogOnly, line.text);
+        session.push_event("session", time, Surface::LogOnly, line.text);
     } else {
         // Message records are shadowed until the replay ends with them still live.
         let event_index = push_message_event(session, &value, Surface::Shadowed, line.text);
@@ -129,23 +129,6 @@ fn read_set(session: &mut SessionDraft, set: &Value) {
     }
 }
 
-fn push_event(
-    session: &mut SessionDraft,
-    kind: &str,
-    time: Option<i64>,
-    surface: Surface,
-    payload: String,
-) -> usize {
-    session.events.push(EventDraft {
-        kind: kind.to_string(),
-        time,
-        surface,
-        payload,
-        ..EventDraft::default()
-    });
-    session.events.len() - 1
-}
-
 /// Pushes the event of a message record and returns its index.
 fn push_message_event(
     session: &mut SessionDraft,
@@ -155,7 +138,7 @@ fn push_message_event(
 ) -> usize {
     let kind = str_field(message, "type").unwrap_or_else(|| "message".to_string());
     let time = json_time(message.get("timestamp"));
-    push_event(session, &kind, time, surface, payload)
+    session.push_event(&kind, time, surface, payload)
 }
 
 fn header(value: &Value) -> SessionDraft {

@@ -28,6 +28,7 @@ mod gemini;
 pub mod judge;
 mod lines;
 mod model;
+mod pi;
 mod reindex;
 mod store;
 mod summary;
@@ -756,6 +757,7 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::ClaudeCode) => claude_code::parse(name, lines, &mut parsed),
         Some(Format::Codex) => codex::parse(name, lines, &mut parsed),
         Some(Format::GeminiLines) => gemini::parse_lines(lines, &mut parsed),
+        Some(Format::Pi) => pi::parse(name, lines, &mut parsed),
         _ => {
             parsed
                 .diagnostics

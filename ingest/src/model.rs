@@ -20,6 +20,8 @@ pub enum Origin {
     GeminiCli,
     /// Google AI Studio `chunkedPrompt` files.
     AiStudio,
+    /// pi coding agent session JSONL.
+    Pi,
 }
 
 impl Origin {
@@ -32,6 +34,7 @@ impl Origin {
             Origin::ClaudeAi => "claude-ai-export",
             Origin::GeminiCli => "gemini-cli-session",
             Origin::AiStudio => "aistudio-drive",
+            Origin::Pi => "pi-session",
         }
     }
 
@@ -44,6 +47,7 @@ impl Origin {
             Origin::ClaudeAi => "claude-ai",
             Origin::GeminiCli => "gemini-cli",
             Origin::AiStudio => "aistudio",
+            Origin::Pi => "pi",
         }
     }
 }
@@ -499,6 +503,24 @@ impl std::fmt::Debug for Checkpoint {
 }
 
 impl SessionDraft {
+    /// Appends a source record of kind `kind` and returns its index in `events`.
+    pub fn push_event(
+        &mut self,
+        kind: &str,
+        time: Option<i64>,
+        surface: Surface,
+        payload: String,
+    ) -> usize {
+        self.events.push(EventDraft {
+            kind: kind.to_string(),
+            time,
+            surface,
+            payload,
+            ..EventDraft::default()
+        });
+        self.events.len() - 1
+    }
+
     /// An empty session of `origin` with `native_id`.
     pub fn new(origin: Origin, native_id: impl Into<String>) -> Self {
         SessionDraft {

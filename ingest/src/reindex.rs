@@ -68,7 +68,12 @@ pub fn pending(conn: &Connection) -> rusqlite::Result<bool> {
 }
 
 /// Origins whose sessions are re-derived: JSONL transcripts, one record a line.
-const LINE_ORIGINS: &[&str] = &["claude-code-session", "codex-session", "gemini-cli-session"];
+const LINE_ORIGINS: &[&str] = &[
+    "claude-code-session",
+    "codex-session",
+    "gemini-cli-session",
+    "pi-session",
+];
 
 /// Re-derives every JSONL transcript session of the archive from `events_raw`.
 pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {

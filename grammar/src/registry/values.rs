@@ -7,6 +7,7 @@ pub(super) const ORIGINS: &[&str] = &[
     "claude-ai-export",
     "gemini-cli-session",
     "aistudio-drive",
+    "pi-session",
 ];
 pub(super) const SEMANTIC_TYPES: &[&str] = &[
     "file_read",

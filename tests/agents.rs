@@ -1,0 +1,269 @@
+//! The agents beyond the first six (issue 32), one section each, on the fixtures of
+//! `tests/fixtures/agents/` (MANIFEST.tsv names the source and licence of each): figures from
+//! an independent reading of the raw files (`oracle.rs`) or worked out by hand from the
+//! fixture's lines, never from the ingest's own output.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::support::{ingest, open, quarry_json};
+
+fn fixtures(folder: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/agents")
+        .join(folder)
+}
+
+/// `usage | group by model | agg count, sum:…` of an archive, as the oracle returns figures.
+fn usage_by_model(conn: &rusqlite::Connection) -> BTreeMap<String, [i64; 5]> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT COALESCE(model, ''), COUNT(*), SUM(input_tokens), SUM(output_tokens),
+                    SUM(cache_read_tokens), SUM(cache_write_tokens)
+             FROM usage GROUP BY 1",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?],
+        ))
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
+/// The pi traps, worked out by hand from `pi-traps/`: the fork `f0000002` copies four entries
+/// of `p0000001` (responses a1 and a2) and adds a7 (OpenAI, `responseId`); `p0000001` also
+/// holds a3 (an abandoned branch beside a2: billed), a4 (aborted, all zero: no row), a5
+/// (Google: input 5000 includes its 4000 cache reads) and a broken line; the version 1 branch
+/// `v1bbbbbb` copies `v1aaaaaa`'s one response (no ids) and adds one.
+#[test]
+fn pi_forks_branches_and_aborted_requests_are_counted_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&fixtures("pi-traps")]);
+    assert_eq!(summary["sessions_ingested"]["pi-session"], 4, "{summary}");
+    let diagnostics = summary["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{summary}");
+    assert!(
+        diagnostics[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("p0000001-aaaa.jsonl")
+    );
+    assert_eq!(diagnostics[0]["line"], 9);
+    let conn = open(&db);
+    let want: BTreeMap<String, [i64; 5]> = [
+        ("claude-opus-4-5", [2, 11 + 1, 22 + 2, 33 + 3, 44 + 4]),
+        (
+            "claude-sonnet-4-5",
+            [3, 100 + 10 + 7, 20 + 30 + 40, 1000 + 1200 + 1200, 200 + 50],
+        ),
+        ("gemini-2.5-pro", [1, 5000 - 4000, 60, 4000, 0]),
+        ("gpt-5", [1, 300, 70, 100, 0]),
+    ]
+    .into_iter()
+    .map(|(m, f)| (m.to_string(), f))
+    .collect();
+    assert_eq!(usage_by_model(&conn), want);
+    assert_eq!(want, crate::oracle::pi(&fixtures("pi-traps")));
+    // The copied responses belong to the session that recorded them first; the fork owns a7.
+    let owned = |sql: &str| crate::support::text(&conn, sql, []);
+    assert_eq!(
+        owned(
+            "SELECT group_concat(session_id || '=' || input_tokens, ' ') FROM
+             (SELECT session_id, SUM(input_tokens) AS input_tokens FROM usage
+              GROUP BY session_id ORDER BY session_id)"
+        ),
+        "pi-session:f0000002-bbbb=300 pi-session:p0000001-aaaa=1117 \
+         pi-session:v1aaaaaa=11 pi-session:v1bbbbbb=1"
+    );
+    assert_eq!(
+        owned(
+            "SELECT group_concat(session_id || '<' || parent_session_id || ':' || branch_type, ' ')
+             FROM (SELECT * FROM sessions WHERE parent_session_id IS NOT NULL ORDER BY session_id)"
+        ),
+        "pi-session:f0000002-bbbb<pi-session:p0000001-aaaa:fork \
+         pi-session:v1bbbbbb<pi-session:v1aaaaaa:fork"
+    );
+    assert_eq!(
+        owned("SELECT title FROM sessions WHERE session_id = 'pi-session:p0000001-aaaa'"),
+        "Fix the bug"
+    );
+    // The tool call and its result, the reasoning OpenAI reported inside the output.
+    assert_eq!(
+        owned(
+            "SELECT tool_name || ' ' || tool_path FROM blocks
+             WHERE session_id = 'pi-session:p0000001-aaaa' AND type = 'tool_use'"
+        ),
+        "read src/main.rs"
+    );
+    assert_eq!(
+        crate::support::scalar(
+            &conn,
+            "SELECT reasoning_tokens FROM usage WHERE response_key = 'pi:resp_abc'",
+            []
+        ),
+        30
+    );
+    // A second ingest of the same files changes nothing.
+    let again = ingest(&db, &[&fixtures("pi-traps")]);
+    assert_eq!(again["files_unchanged"], 4, "{again}");
+    assert_eq!(usage_by_model(&open(&db)), want);
+}
+
+/// The real pi sessions (pi-mono's own test fixtures) and the synthetic version 3 one: the
+/// archive's usage by model equals the independent reading of the raw files.
+#[test]
+fn pi_real_sessions_equal_an_independent_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&fixtures("pi")]);
+    assert_eq!(summary["sessions_ingested"]["pi-session"], 3, "{summary}");
+    let want = crate::oracle::pi(&fixtures("pi"));
+    assert!(want.values().map(|f| f[0]).sum::<i64>() > 900, "{want:?}");
+    assert_eq!(usage_by_model(&open(&db)), want);
+    // The pipeline language gives the same figures.
+    let answer = quarry_json(&[
+        "--archive",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+        "usage where session.origin:pi-session | group by model \
+         | agg count, sum:input_tokens, sum:output_tokens, sum:cache_read_tokens, sum:cache_write_tokens",
+    ]);
+    let got: BTreeMap<String, [i64; 5]> = answer["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let n = |i: usize| r[i].as_i64().unwrap();
+            (
+                r[0].as_str().unwrap().to_string(),
+                [n(1), n(2), n(3), n(4), n(5)],
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// A cut and a corrupted pi file keep their good records, report the bad line with the file
+/// and line number, and do not fail the ingest.
+#[test]
+fn pi_damaged_files_keep_their_good_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let damaged = dir.path().join("damaged");
+    std::fs::create_dir(&damaged).unwrap();
+    let traps = fixtures("pi-traps");
+    // The parent cut inside its last line (line 10; line 9 is broken already).
+    let parent = std::fs::read(traps.join("2026-01-01T10-00-00-000Z_p0000001-aaaa.jsonl")).unwrap();
+    let mut cut = parent[..parent.len() - 30].to_vec();
+    cut.push(b'\n');
+    std::fs::write(
+        damaged.join("2026-01-01T10-00-00-000Z_p0000001-aaaa.jsonl"),
+        cut,
+    )
+    .unwrap();
+    // The fork as another session, with a NUL byte inside line 3 (its copy of a1).
+    let fork = std::fs::read_to_string(traps.join("2026-01-01T11-00-00-000Z_f0000002-bbbb.jsonl"))
+        .unwrap()
+        .replacen("f0000002-bbbb", "f0000003-cccc", 1);
+    let mut fork = fork.into_bytes();
+    let third = fork
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(1)
+        .unwrap()
+        .0
+        + 20;
+    fork[third] = 0;
+    std::fs::write(
+        damaged.join("2026-01-01T11-00-00-000Z_f0000003-cccc.jsonl"),
+        fork,
+    )
+    .unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&damaged]);
+    let mut lines: Vec<(String, i64)> = summary["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let file = d["file"].as_str().unwrap();
+            (
+                file[file.rfind('_').unwrap() + 1..].to_string(),
+                d["line"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        vec![
+            ("f0000003-cccc.jsonl".to_string(), 3),
+            ("p0000001-aaaa.jsonl".to_string(), 9),
+            ("p0000001-aaaa.jsonl".to_string(), 10),
+        ],
+        "{summary}"
+    );
+    // What survives: a1, a2, a3 and a5 in the parent; a2 (a copy) and a7 in the fork.
+    let figures = usage_by_model(&open(&db));
+    assert_eq!(figures["claude-sonnet-4-5"], [3, 117, 90, 3400, 250]);
+    assert_eq!(figures["gemini-2.5-pro"], [1, 1000, 60, 4000, 0]);
+    assert_eq!(figures["gpt-5"], [1, 300, 70, 100, 0]);
+}
+
+/// `quarry ingest` with no path finds pi's sessions where pi writes them: under
+/// `~/.pi/agent/sessions/--<cwd>--/`, or under `$PI_CODING_AGENT_DIR/sessions` (a leading `~`
+/// is the home folder, as pi reads it).
+#[test]
+fn pi_sessions_are_found_where_pi_writes_them() {
+    for agent_dir in [None, Some("~/pi-elsewhere")] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let sessions = match agent_dir {
+            None => home.join(".pi/agent/sessions"),
+            Some(_) => home.join("pi-elsewhere/sessions"),
+        };
+        let project = sessions.join("--home-dev-app--");
+        std::fs::create_dir_all(&project).unwrap();
+        for name in [
+            "2026-01-01T10-00-00-000Z_p0000001-aaaa.jsonl",
+            "2026-01-01T11-00-00-000Z_f0000002-bbbb.jsonl",
+        ] {
+            std::fs::copy(fixtures("pi-traps").join(name), project.join(name)).unwrap();
+        }
+        let archive = dir.path().join("a.db");
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+        command
+            .args([
+                "--archive",
+                archive.to_str().unwrap(),
+                "--format",
+                "json",
+                "ingest",
+            ])
+            .env_remove("QUARRY_ARCHIVE")
+            .env_remove("PI_CODING_AGENT_DIR")
+            .env("HOME", &home)
+            .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+            .env("CODEX_HOME", home.join(".codex"));
+        if let Some(agent_dir) = agent_dir {
+            command.env("PI_CODING_AGENT_DIR", agent_dir);
+        }
+        let out = command.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            summary["sessions_ingested"]["pi-session"], 2,
+            "{agent_dir:?}: {summary}"
+        );
+    }
+}
