@@ -3,7 +3,9 @@
 ccusage's `daily --json --by-agent` report with quarry's usage per model and day.
 
   ccusage_compare.py layout CORPUS HOME         copy CORPUS/claude-code and CORPUS/codex into
-                                                HOME/claude/projects/... and HOME/codex/sessions/...
+                                                HOME/claude/projects/... and HOME/codex/sessions/...,
+                                                and the pi sessions of tests/fixtures/agents/pi
+                                                into HOME/.pi/agent/sessions/--fixtures--/
   ccusage_compare.py compare CCUSAGE.json QUARRY.json [QUARRY_VIA.json]
                                                 print the comparison tables
 
@@ -23,7 +25,11 @@ KINDS = [
     ("cache_read", "cacheReadTokens", "sum_cache_read_tokens"),
     ("cache_write", "cacheCreationTokens", "sum_cache_write_tokens"),
 ]
-AGENT_OF_ORIGIN = {"claude-code-session": "claude", "codex-session": "codex"}
+AGENT_OF_ORIGIN = {"claude-code-session": "claude", "codex-session": "codex", "pi-session": "pi"}
+# The real session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and
+# where the agent keeps them under HOME.
+AGENT_FIXTURES = [("pi", Path(".pi/agent/sessions/--fixtures--"))]
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agents"
 
 
 def claude_target(rel: Path) -> Path:
@@ -59,6 +65,12 @@ def layout(corpus: Path, home: Path) -> None:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dest)
         files += 1
+    for agent, target in AGENT_FIXTURES:
+        for src in sorted((FIXTURES / agent).glob("*.jsonl")):
+            dest = home / target / src.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest)
+            files += 1
     print(f"laid out {files} files under {home}", file=sys.stderr)
 
 
@@ -69,7 +81,9 @@ def ccusage_rows(report: dict) -> dict:
         period = day["period"]
         for agent in day.get("agents") or [{"agent": "?", **day}]:
             for b in agent.get("modelBreakdowns", []):
-                r = rows[(agent["agent"], b["modelName"], period)]
+                # ccusage labels some agents' models (`[pi] claude-opus-4-5`).
+                model = b["modelName"].removeprefix(f"[{agent['agent']}] ")
+                r = rows[(agent["agent"], model, period)]
                 for label, key, _ in KINDS:
                     r[label] += int(b.get(key) or 0)
     return rows

@@ -9,6 +9,8 @@ Standard library only.
 
 from __future__ import annotations
 
+import re
+
 KINDS = ["input", "output", "cache_read", "cache_write"]
 
 
@@ -24,7 +26,8 @@ def ccusage_rows(report: dict):
             rows.append(
                 [
                     day.get("period") or day.get("date"),
-                    b["modelName"],
+                    # ccusage labels some agents' models (`[pi] claude-opus-4-5`).
+                    re.sub(r"^\[[^\]]+\] ", "", b["modelName"]),
                     int(b.get("inputTokens") or 0),
                     int(b.get("outputTokens") or 0),
                     int(b.get("cacheReadTokens") or 0),
