@@ -35,10 +35,13 @@ fn usage_by_model(conn: &rusqlite::Connection) -> BTreeMap<String, [i64; 5]> {
 }
 
 /// The pi traps, worked out by hand from `pi-traps/`: the fork `f0000002` copies four entries
-/// of `p0000001` (responses a1 and a2) and adds a7 (OpenAI, `responseId`); `p0000001` also
-/// holds a3 (an abandoned branch beside a2: billed), a4 (aborted, all zero: no row), a5
-/// (Google: input 5000 includes its 4000 cache reads) and a broken line; the version 1 branch
-/// `v1bbbbbb` copies `v1aaaaaa`'s one response (no ids) and adds one.
+/// of `p0000001` (responses a1 and a2), adds a7 (OpenAI, `responseId`) and a shell command the
+/// user ran; `p0000001` also holds a3 (an abandoned branch beside a2: billed), a4 (aborted, all
+/// zero: no row), a5 (Google, input 5000 with its 4000 cache reads in it: 5000 + 60 is the whole
+/// total), a8 (Google through newer pi, input 700 without its 300 cache reads: 700 + 10 + 300 is
+/// the total) and a broken line; `v1bbbbbb`, a branch of the version 1 session `v1aaaaaa`,
+/// copies its one response and adds one, and pi has since rewritten it as version 3 with new
+/// random entry ids.
 #[test]
 fn pi_forks_branches_and_aborted_requests_are_counted_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -61,6 +64,7 @@ fn pi_forks_branches_and_aborted_requests_are_counted_once() {
             "claude-sonnet-4-5",
             [3, 100 + 10 + 7, 20 + 30 + 40, 1000 + 1200 + 1200, 200 + 50],
         ),
+        ("gemini-2.5-flash", [1, 700, 10, 300, 0]),
         ("gemini-2.5-pro", [1, 5000 - 4000, 60, 4000, 0]),
         ("gpt-5", [1, 300, 70, 100, 0]),
     ]
@@ -77,7 +81,7 @@ fn pi_forks_branches_and_aborted_requests_are_counted_once() {
              (SELECT session_id, SUM(input_tokens) AS input_tokens FROM usage
               GROUP BY session_id ORDER BY session_id)"
         ),
-        "pi-session:f0000002-bbbb=300 pi-session:p0000001-aaaa=1117 \
+        "pi-session:f0000002-bbbb=300 pi-session:p0000001-aaaa=1817 \
          pi-session:v1aaaaaa=11 pi-session:v1bbbbbb=1"
     );
     assert_eq!(
@@ -100,13 +104,25 @@ fn pi_forks_branches_and_aborted_requests_are_counted_once() {
         ),
         "read src/main.rs"
     );
+    let number = |sql: &str| crate::support::scalar(&conn, sql, []);
     assert_eq!(
-        crate::support::scalar(
-            &conn,
-            "SELECT reasoning_tokens FROM usage WHERE response_key = 'pi:resp_abc'",
-            []
-        ),
+        number("SELECT reasoning_tokens FROM usage WHERE response_key = 'pi:resp_abc'"),
         30
+    );
+    // The user's shell command is theirs, with its exit code; the turn of a7 stays finished.
+    assert_eq!(
+        owned(
+            "SELECT tool_command || ' ' || exit_code FROM blocks
+             WHERE session_id = 'pi-session:f0000002-bbbb' AND type = 'code'"
+        ),
+        "cargo test 0"
+    );
+    assert_eq!(
+        number(
+            "SELECT COUNT(*) FROM turns WHERE session_id = 'pi-session:f0000002-bbbb'
+             AND committed = 0"
+        ),
+        0
     );
     // A second ingest of the same files changes nothing.
     let again = ingest(&db, &[&fixtures("pi-traps")]);
@@ -157,7 +173,7 @@ fn pi_damaged_files_keep_their_good_records() {
     let damaged = dir.path().join("damaged");
     std::fs::create_dir(&damaged).unwrap();
     let traps = fixtures("pi-traps");
-    // The parent cut inside its last line (line 10; line 9 is broken already).
+    // The parent cut inside its last line (line 11, a8; line 9 is broken already).
     let parent = std::fs::read(traps.join("2026-01-01T10-00-00-000Z_p0000001-aaaa.jsonl")).unwrap();
     let mut cut = parent[..parent.len() - 30].to_vec();
     cut.push(b'\n');
@@ -205,11 +221,11 @@ fn pi_damaged_files_keep_their_good_records() {
         vec![
             ("f0000003-cccc.jsonl".to_string(), 3),
             ("p0000001-aaaa.jsonl".to_string(), 9),
-            ("p0000001-aaaa.jsonl".to_string(), 10),
+            ("p0000001-aaaa.jsonl".to_string(), 11),
         ],
         "{summary}"
     );
-    // What survives: a1, a2, a3 and a5 in the parent; a2 (a copy) and a7 in the fork.
+    // What survives: a1, a2, a3 and a5 in the parent (not a8); a2 (a copy) and a7 in the fork.
     let figures = usage_by_model(&open(&db));
     assert_eq!(figures["claude-sonnet-4-5"], [3, 117, 90, 3400, 250]);
     assert_eq!(figures["gemini-2.5-pro"], [1, 1000, 60, 4000, 0]);

@@ -349,9 +349,10 @@ pub fn claude_tree_usage(dir: &Path) -> TreeUsage {
 
 /// Per model, `[responses, input, output, cache_read, cache_write]` of pi session files under
 /// `dir`, read straight from the JSONL: every assistant `message` entry with some non-zero
-/// count (an aborted request bills nothing), Google's cache reads taken out of its input, and a
-/// response copied into a fork counted once: the same provider `responseId`, else the same
-/// entry id and time, else (version 1 wrote no ids) the same message time, model and counts.
+/// count (an aborted request bills nothing), a Google input that holds its cache reads (input
+/// plus output make the whole total) without them, and a response copied into a fork, or
+/// rewritten by pi with new entry ids, counted once: the same provider `responseId`, else the
+/// same message time, provider, model and counts.
 pub fn pi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
     let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
         .into_iter()
@@ -378,17 +379,17 @@ pub fn pi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
                 output = (n("totalTokens").unwrap_or(0) - cr - cw).max(0);
             }
             let google = |k: &str| m[k].as_str().is_some_and(|s| s.starts_with("google"));
-            if google("provider") || google("api") {
-                input = (input - cr).max(0);
+            let overlap = n("totalTokens").is_some_and(|t| cr > 0 && input + output + cr > t);
+            if (google("provider") || google("api")) && overlap {
+                input -= cr;
             }
             if [input, output, cr, cw] == [0, 0, 0, 0] {
                 continue;
             }
-            let key = match (m["responseId"].as_str(), entry["id"].as_str()) {
-                (Some(r), _) => format!("response {r}"),
-                (None, Some(id)) => format!("entry {id} {}", entry["timestamp"]),
-                (None, None) => format!(
-                    "v1 {} {} {} {input} {output} {cr} {cw}",
+            let key = match m["responseId"].as_str() {
+                Some(r) => format!("response {r}"),
+                None => format!(
+                    "content {} {} {} {input} {output} {cr} {cw}",
                     m["timestamp"], m["provider"], m["model"]
                 ),
             };

@@ -15,13 +15,14 @@ pub fn default_roots() -> Vec<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| home.as_ref().map(|h| h.join(".codex")));
     let gemini = home.as_ref().map(|h| h.join(".gemini").join("tmp"));
-    let pi = match std::env::var("PI_CODING_AGENT_DIR") {
-        Ok(dir) if dir == "~" => home.clone(),
-        Ok(dir) => match dir.strip_prefix("~/") {
+    // pi reads an empty value as unset.
+    let pi = match std::env::var_os("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
+        Some(dir) if dir == "~" => home.clone(),
+        Some(dir) => match dir.to_str().and_then(|d| d.strip_prefix("~/")) {
             Some(rest) => home.as_ref().map(|h| h.join(rest)),
             None => Some(PathBuf::from(dir)),
         },
-        Err(_) => home.as_ref().map(|h| h.join(".pi").join("agent")),
+        None => home.as_ref().map(|h| h.join(".pi").join("agent")),
     };
     [
         claude.map(|c| c.join("projects")),

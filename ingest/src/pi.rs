@@ -11,12 +11,13 @@
 //! Usage is per assistant message (`usage {input, output, cacheRead, cacheWrite, cacheWrite1h?,
 //! reasoning?, totalTokens, cost}`), never cumulative. The trap is the fork: `/fork` (and
 //! version 1's `/branch`) copies the path's entries verbatim (same ids, times and usage) into a
-//! new file of a new session whose header names the old file. The response key is therefore
-//! what survives such a copy: the provider's `responseId` where pi records it, else the entry's
-//! id and time, else (version 1 wrote no ids) the message's time, model and token counts; the
-//! archive counts each key once (docs/accounting.md). An aborted response with every count 0 has
-//! no usage row (nothing was billed, and ccusage skips it too). Google's `input` includes the
-//! cache reads pi reports beside it; they are taken out, as `input` means uncached input here.
+//! new file of a new session whose header names the old file, and pi rewrites a version 1 or 2
+//! file with new random entry ids when it opens it. The response key is therefore what survives
+//! both: the provider's `responseId` where pi records it, else the message's own time (ms),
+//! provider, model and token counts; the archive counts each key once (docs/accounting.md). An
+//! aborted response with every count 0 has no usage row (nothing was billed, and ccusage skips it
+//! too). Some Google providers of pi write `input` with the cache reads in it (then `input +
+//! output` is the whole `totalTokens`); those are taken out, as `input` means uncached input here.
 //! The format as pi 0.58 writes it: `packages/coding-agent/src/core/session-manager.ts`
 //! (/work/shared/notes/agents/pi-amp.md).
 
@@ -149,7 +150,7 @@ fn read_message(
     let mut m = MessageDraft::new(
         match role {
             "assistant" => Role::Assistant,
-            "toolResult" | "bashExecution" => Role::Tool,
+            "toolResult" => Role::Tool,
             "user" => Role::User,
             _ => Role::User,
         },
@@ -166,16 +167,17 @@ fn read_message(
             result.is_error = message.get("isError").and_then(Value::as_bool);
             m.blocks.push(result);
         }
+        // A shell command the user ran (`!cmd`): the user's side, not a result of the model's
+        // tool call (a tool result after the last response would leave the turn unfinished).
         "bashExecution" => {
-            let mut result =
-                BlockDraft::text(BlockKind::ToolResult, flatten_text(message.get("output")));
-            result.tool_name = Some("bash".into());
-            result.tool_command = str_field(message, "command");
-            result.is_error = message
-                .get("exitCode")
-                .and_then(Value::as_i64)
-                .map(|code| code != 0);
-            m.blocks.push(result);
+            m.injected = true;
+            let command = str_field(message, "command").unwrap_or_default();
+            let output = flatten_text(message.get("output"));
+            let mut block = BlockDraft::text(BlockKind::Code, format!("$ {command}\n{output}"));
+            block.tool_command = Some(command);
+            block.exit_code = message.get("exitCode").and_then(Value::as_i64);
+            block.is_error = block.exit_code.map(|code| code != 0);
+            m.blocks.push(block);
         }
         "user" => {
             m.blocks.push(BlockDraft::text(
@@ -254,13 +256,12 @@ fn read_assistant(m: &mut MessageDraft, message: &Value) {
             _ => {}
         }
     }
-    if let Some(error) = str_field(message, "errorMessage") {
-        m.blocks.push(BlockDraft::text(BlockKind::Text, error));
-    }
 }
 
 /// The tokens of an assistant message's `usage`, or `None` when it billed nothing (every count
-/// 0 or absent: an aborted request). Google's `input` includes its cache reads.
+/// 0 or absent: an aborted request). Where a Google provider's `input` holds its cache reads
+/// (`input + output` is the whole `totalTokens`, so the cache reads are not beside it), they are
+/// taken out; newer pi writes Google's `input` without them, and it is kept.
 fn tokens_of(message: &Value) -> impl Fn(&Value) -> Option<Tokens> + '_ {
     move |usage: &Value| {
         let get = |k: &str| usage.get(k).and_then(Value::as_i64);
@@ -274,7 +275,11 @@ fn tokens_of(message: &Value) -> impl Fn(&Value) -> Option<Tokens> + '_ {
         }
         let provider = str_field(message, "provider").unwrap_or_default();
         let api = str_field(message, "api").unwrap_or_default();
-        if provider.starts_with("google") || api.starts_with("google") {
+        let total = get("totalTokens");
+        if (provider.starts_with("google") || api.starts_with("google"))
+            && cache_read > 0
+            && total.is_some_and(|t| input + output + cache_read > t)
+        {
             input = (input - cache_read).max(0);
         }
         if input == 0 && output == 0 && cache_read == 0 && cache_write == 0 {
@@ -291,21 +296,17 @@ fn tokens_of(message: &Value) -> impl Fn(&Value) -> Option<Tokens> + '_ {
     }
 }
 
-/// What identifies a response across the files a fork copies it into (see the module doc).
+/// What identifies a response across the files a fork copies it into, and across pi's rewrite
+/// of an old file with new entry ids (see the module doc).
 fn response_key(entry: &Value, message: &Value, tokens: &Tokens) -> String {
     if let Some(id) = str_field(message, "responseId").filter(|s| !s.is_empty()) {
         return format!("pi:{id}");
     }
-    if let Some(id) = str_field(entry, "id").filter(|s| !s.is_empty()) {
-        let at = str_field(entry, "timestamp").unwrap_or_default();
-        return format!("pi:{id}@{at}");
-    }
-    let at = message
-        .get("timestamp")
-        .map(Value::to_string)
+    let at = json_time(message.get("timestamp"))
+        .or_else(|| json_time(entry.get("timestamp")))
         .unwrap_or_default();
     format!(
-        "pi:v1:{at}:{}/{}:{}:{}:{}:{}",
+        "pi:{at}:{}/{}:{}:{}:{}:{}",
         str_field(message, "provider").unwrap_or_default(),
         str_field(message, "model").unwrap_or_default(),
         tokens.input,
