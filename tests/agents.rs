@@ -41,13 +41,14 @@ fn usage_by_model(conn: &rusqlite::Connection) -> BTreeMap<String, [i64; 5]> {
 /// total), a8 (Google through newer pi, input 700 without its 300 cache reads: 700 + 10 + 300 is
 /// the total) and a broken line; `v1bbbbbb`, a branch of the version 1 session `v1aaaaaa`,
 /// copies its one response and adds one, and pi has since rewritten it as version 3 with new
-/// random entry ids.
+/// random entry ids; `c0000003` holds a pasted image and two extension messages, one that pi
+/// does not show (`display: false`), and no response.
 #[test]
 fn pi_forks_branches_and_aborted_requests_are_counted_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("a.db");
     let summary = ingest(&db, &[&fixtures("pi-traps")]);
-    assert_eq!(summary["sessions_ingested"]["pi-session"], 4, "{summary}");
+    assert_eq!(summary["sessions_ingested"]["pi-session"], 5, "{summary}");
     let diagnostics = summary["diagnostics"].as_array().unwrap();
     assert_eq!(diagnostics.len(), 1, "{summary}");
     assert!(
@@ -124,9 +125,26 @@ fn pi_forks_branches_and_aborted_requests_are_counted_once() {
         ),
         0
     );
+    // The image is a block; the extension message pi hides is hidden, the other is not.
+    assert_eq!(
+        owned(
+            "SELECT group_concat(type, ' ') FROM (SELECT b.type FROM blocks b
+             JOIN messages m ON m.message_id = b.message_id
+             WHERE m.session_id = 'pi-session:c0000003-dddd' AND m.material_origin = 'human'
+             ORDER BY b.position)"
+        ),
+        "text image"
+    );
+    assert_eq!(
+        owned(
+            "SELECT group_concat(hidden, ' ') FROM (SELECT hidden FROM messages
+             WHERE session_id = 'pi-session:c0000003-dddd' ORDER BY position)"
+        ),
+        "0 1 0"
+    );
     // A second ingest of the same files changes nothing.
     let again = ingest(&db, &[&fixtures("pi-traps")]);
-    assert_eq!(again["files_unchanged"], 4, "{again}");
+    assert_eq!(again["files_unchanged"], 5, "{again}");
     assert_eq!(usage_by_model(&open(&db)), want);
 }
 

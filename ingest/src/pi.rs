@@ -166,6 +166,7 @@ fn read_message(
             result.tool_name = str_field(message, "toolName");
             result.is_error = message.get("isError").and_then(Value::as_bool);
             m.blocks.push(result);
+            push_images(&mut m, message.get("content"));
         }
         // A shell command the user ran (`!cmd`): the user's side, not a result of the model's
         // tool call (a tool result after the last response would leave the turn unfinished).
@@ -184,10 +185,13 @@ fn read_message(
                 BlockKind::Text,
                 flatten_text(message.get("content")),
             ));
+            push_images(&mut m, message.get("content"));
         }
         // custom, branchSummary, compactionSummary: context pi adds, not typed by the user.
         other => {
             m.injected = true;
+            // An extension's message it asked pi not to show.
+            m.hidden = message.get("display").and_then(Value::as_bool) == Some(false);
             m.compaction_summary = other == "compactionSummary";
             let text = match message.get("summary") {
                 Some(summary) => flatten_text(Some(summary)),
@@ -220,6 +224,19 @@ fn read_message(
     }
     session.messages.push(m);
     cost
+}
+
+/// One image block per `{type: "image"}` item of a content array (its data stays in the event).
+fn push_images(m: &mut MessageDraft, content: Option<&Value>) {
+    let images = content
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("image"));
+    for _ in images {
+        m.blocks
+            .push(BlockDraft::text(BlockKind::Image, String::new()));
+    }
 }
 
 fn read_assistant(m: &mut MessageDraft, message: &Value) {
