@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::model::*;
-use super::text::{command_of, flatten_text, json_time, path_of, str_field};
+use super::text::{flatten_text, json_time, str_field};
 
 /// Reads every conversation in `root` (an array, or one conversation object).
 pub fn parse(root: &Value, parsed: &mut ParsedFile) {
@@ -90,14 +90,12 @@ fn read_block(block: &Value) -> Option<BlockDraft> {
             flatten_text(block.get("thinking")),
         )),
         "tool_use" => {
-            let input = block.get("input").cloned().unwrap_or(Value::Null);
-            let mut b = BlockDraft::text(BlockKind::ToolUse, String::new());
-            b.tool_name = str_field(block, "name");
-            b.tool_id = str_field(block, "id");
-            b.tool_command = command_of(&input);
-            b.tool_path = path_of(&input);
-            b.tool_input = Some(input.to_string());
-            Some(b)
+            let input = block.get("input").unwrap_or(&Value::Null);
+            Some(BlockDraft::tool_use(
+                str_field(block, "name"),
+                str_field(block, "id"),
+                input,
+            ))
         }
         "tool_result" => {
             let mut b = BlockDraft::text(BlockKind::ToolResult, flatten_text(block.get("content")));

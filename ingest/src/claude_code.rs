@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::lines::Line;
 use super::model::*;
-use super::text::{command_of, exit_code_in, flatten_text, json_time, path_of, str_field};
+use super::text::{exit_code_in, flatten_text, json_time, str_field};
 
 /// Record types this adapter knows (anything else is kept as a raw event and counted).
 pub(crate) const KNOWN_TYPES: &[&str] = &[
@@ -833,14 +833,12 @@ fn assistant_block(item: &Value) -> Option<BlockDraft> {
         )),
         "redacted_thinking" => Some(BlockDraft::text(BlockKind::Thinking, String::new())),
         "tool_use" | "server_tool_use" => {
-            let input = item.get("input").cloned().unwrap_or(Value::Null);
-            let mut block = BlockDraft::text(BlockKind::ToolUse, String::new());
-            block.tool_name = str_field(item, "name");
-            block.tool_id = str_field(item, "id");
-            block.tool_command = command_of(&input);
-            block.tool_path = path_of(&input);
-            block.tool_input = Some(input.to_string());
-            Some(block)
+            let input = item.get("input").unwrap_or(&Value::Null);
+            Some(BlockDraft::tool_use(
+                str_field(item, "name"),
+                str_field(item, "id"),
+                input,
+            ))
         }
         "image" => Some(BlockDraft::text(BlockKind::Image, String::new())),
         _ => None,

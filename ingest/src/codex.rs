@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::lines::Line;
 use super::model::*;
-use super::text::{command_of, exit_code_in, flatten_text, json_time, path_of, str_field};
+use super::text::{exit_code_in, flatten_text, json_time, str_field};
 
 /// Record types this adapter knows (anything else is kept as a raw event and counted).
 pub(crate) const KNOWN_TYPES: &[&str] = &[
@@ -567,15 +567,12 @@ fn read_item(
             let name =
                 str_field(payload, "name").unwrap_or_else(|| sub.unwrap_or("tool").to_string());
             let input = tool_input(payload);
-            let mut block = BlockDraft::text(BlockKind::ToolUse, String::new());
-            block.tool_command = command_of(&input);
-            block.tool_path = path_of(&input);
-            block.tool_input = Some(match &input {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            });
-            block.tool_name = Some(name);
-            block.tool_id = str_field(payload, "call_id").or_else(|| str_field(payload, "id"));
+            let id = str_field(payload, "call_id").or_else(|| str_field(payload, "id"));
+            let mut block = BlockDraft::tool_use(Some(name), id, &input);
+            // A string input (a custom tool's free text) is kept as the text itself.
+            if let Value::String(s) = &input {
+                block.tool_input = Some(s.clone());
+            }
             let m = open_assistant(session, state, time, event_index);
             m.blocks.push(block);
         }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::lines::Line;
 use super::model::*;
-use super::text::{command_of, flatten_text, json_time, path_of, str_field};
+use super::text::{flatten_text, json_time, str_field};
 
 /// Reads a whole-file JSON session.
 pub fn parse_json(root: &Value, parsed: &mut ParsedFile) {
@@ -188,13 +188,8 @@ fn read_message(session: &mut SessionDraft, message: &Value, event_index: usize)
         .into_iter()
         .flatten()
     {
-        let args = call.get("args").cloned().unwrap_or(Value::Null);
-        let mut use_block = BlockDraft::text(BlockKind::ToolUse, String::new());
-        use_block.tool_name = str_field(call, "name");
-        use_block.tool_id = str_field(call, "id");
-        use_block.tool_command = command_of(&args);
-        use_block.tool_path = path_of(&args);
-        use_block.tool_input = Some(args.to_string());
+        let args = call.get("args").unwrap_or(&Value::Null);
+        let use_block = BlockDraft::tool_use(str_field(call, "name"), str_field(call, "id"), args);
         let mut result = BlockDraft::text(
             BlockKind::ToolResult,
             flatten_text(call.get("resultDisplay")).to_string()

@@ -200,6 +200,18 @@ impl BlockDraft {
             exit_code: None,
         }
     }
+
+    /// A tool call: its name, id and input (kept as JSON text), with the command and file path
+    /// the input names, where it names one.
+    pub fn tool_use(name: Option<String>, id: Option<String>, input: &serde_json::Value) -> Self {
+        let mut block = BlockDraft::text(BlockKind::ToolUse, String::new());
+        block.tool_name = name;
+        block.tool_id = id;
+        block.tool_command = super::text::command_of(input);
+        block.tool_path = super::text::path_of(input);
+        block.tool_input = Some(input.to_string());
+        block
+    }
 }
 
 /// The role of a message as the source states it.

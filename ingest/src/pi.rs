@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::lines::Line;
 use super::model::*;
-use super::text::{command_of, flatten_text, json_time, path_of, str_field};
+use super::text::{flatten_text, json_time, str_field};
 
 /// Whether a JSONL line is a pi session header.
 pub fn is_header(value: &Value) -> bool {
@@ -202,7 +202,7 @@ fn read_message(
     }
     let mut cost = None;
     if role == "assistant"
-        && let Some(tokens) = message.get("usage").and_then(tokens_of(message))
+        && let Some(tokens) = tokens_of(message)
     {
         m.tokens = Some(tokens);
         cost = message
@@ -258,14 +258,12 @@ fn read_assistant(m: &mut MessageDraft, message: &Value) {
                 str_field(block, "thinking").unwrap_or_default(),
             )),
             Some("toolCall") => {
-                let args = block.get("arguments").cloned().unwrap_or(Value::Null);
-                let mut call = BlockDraft::text(BlockKind::ToolUse, String::new());
-                call.tool_name = str_field(block, "name");
-                call.tool_id = str_field(block, "id");
-                call.tool_command = command_of(&args);
-                call.tool_path = path_of(&args);
-                call.tool_input = Some(args.to_string());
-                m.blocks.push(call);
+                let args = block.get("arguments").unwrap_or(&Value::Null);
+                m.blocks.push(BlockDraft::tool_use(
+                    str_field(block, "name"),
+                    str_field(block, "id"),
+                    args,
+                ));
             }
             Some("image") => m
                 .blocks
@@ -279,38 +277,35 @@ fn read_assistant(m: &mut MessageDraft, message: &Value) {
 /// 0 or absent: an aborted request). Where a Google provider's `input` holds its cache reads
 /// (`input + output` is the whole `totalTokens`, so the cache reads are not beside it), they are
 /// taken out; newer pi writes Google's `input` without them, and it is kept.
-fn tokens_of(message: &Value) -> impl Fn(&Value) -> Option<Tokens> + '_ {
-    move |usage: &Value| {
-        let get = |k: &str| usage.get(k).and_then(Value::as_i64);
-        let cache_read = get("cacheRead").unwrap_or(0);
-        let cache_write = get("cacheWrite").unwrap_or(0);
-        let mut input = get("input").unwrap_or(0);
-        let mut output = get("output").unwrap_or(0);
-        if get("input").is_none() && get("output").is_none() {
-            // Only a total: what the split does not name is output (as ccusage reads it).
-            output = (get("totalTokens").unwrap_or(0) - cache_read - cache_write).max(0);
-        }
-        let provider = str_field(message, "provider").unwrap_or_default();
-        let api = str_field(message, "api").unwrap_or_default();
-        let total = get("totalTokens");
-        if (provider.starts_with("google") || api.starts_with("google"))
-            && cache_read > 0
-            && total.is_some_and(|t| input + output + cache_read > t)
-        {
-            input = (input - cache_read).max(0);
-        }
-        if input == 0 && output == 0 && cache_read == 0 && cache_write == 0 {
-            return None;
-        }
-        Some(Tokens {
-            input,
-            output,
-            reasoning: get("reasoning"),
-            cache_read,
-            cache_write,
-            cache_write_1h: get("cacheWrite1h").unwrap_or(0).min(cache_write),
-        })
+fn tokens_of(message: &Value) -> Option<Tokens> {
+    let usage = message.get("usage")?;
+    let get = |k: &str| usage.get(k).and_then(Value::as_i64);
+    let cache_read = get("cacheRead").unwrap_or(0);
+    let cache_write = get("cacheWrite").unwrap_or(0);
+    let mut input = get("input").unwrap_or(0);
+    let mut output = get("output").unwrap_or(0);
+    if get("input").is_none() && get("output").is_none() {
+        // Only a total: what the split does not name is output (as ccusage reads it).
+        output = (get("totalTokens").unwrap_or(0) - cache_read - cache_write).max(0);
     }
+    let google = |k: &str| str_field(message, k).is_some_and(|s| s.starts_with("google"));
+    if (google("provider") || google("api"))
+        && cache_read > 0
+        && get("totalTokens").is_some_and(|t| input + output + cache_read > t)
+    {
+        input = (input - cache_read).max(0);
+    }
+    if input == 0 && output == 0 && cache_read == 0 && cache_write == 0 {
+        return None;
+    }
+    Some(Tokens {
+        input,
+        output,
+        reasoning: get("reasoning"),
+        cache_read,
+        cache_write,
+        cache_write_1h: get("cacheWrite1h").unwrap_or(0).min(cache_write),
+    })
 }
 
 /// What identifies a response across the files a fork copies it into, and across pi's rewrite
