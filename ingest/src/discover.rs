@@ -2,6 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
+/// The default transcript locations, as messages name them (the environment variables of
+/// [`default_roots`] move them).
+pub const DEFAULT_LOCATIONS: &str =
+    "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions";
+
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
 /// `~/.gemini/tmp` and `~/.pi/agent/sessions` (or `$PI_CODING_AGENT_DIR/sessions`; pi expands

@@ -100,7 +100,8 @@ pub enum IngestError {
     MissingPath(PathBuf),
     /// No path given and no default transcript folder exists.
     #[error(
-        "no transcripts found: none of ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp exists; pass a path"
+        "no transcripts found: none of {} exists; pass a path",
+        discover::DEFAULT_LOCATIONS
     )]
     NothingToDiscover,
     /// The archive could not be read or written.

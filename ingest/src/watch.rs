@@ -118,7 +118,8 @@ pub enum Source {
 pub enum WatchError {
     /// No path given and no default transcript folder exists.
     #[error(
-        "nothing to watch: none of ~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp exists; pass a path"
+        "nothing to watch: none of {} exists; pass a path",
+        crate::discover::DEFAULT_LOCATIONS
     )]
     NothingToWatch,
     /// A path given does not exist.
