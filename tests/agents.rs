@@ -301,3 +301,127 @@ fn pi_sessions_are_found_where_pi_writes_them() {
         );
     }
 }
+
+/// Qwen Code, worked out by hand from `qwen/`: the session `3f6c…` holds three responses
+/// (prompt 14,210 none cached, 186 out of a 14,396 total; prompt 14,689 with 14,080 cached,
+/// 95 out; prompt 2,210, 140 out), each repeated by a `ui_telemetry` record that is not counted;
+/// the fork `c0ffee…` (`/branch`) copies its first three records, the first response among them
+/// (same `uuid`), and adds one of its own (prompt 3,000 with 2,900 cached, 20 out) whose tool
+/// call failed; the subagent's file (`agentId` 7e1f) holds one Gemini response whose 30
+/// thoughts are beside its 50 candidates (prompt 1,000 with 400 cached, a 1,080 total: 80 out),
+/// one with every count 0 (no row) and a cut last line.
+#[test]
+fn qwen_code_counts_cached_prompts_forks_and_subagents_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&fixtures("qwen")]);
+    assert_eq!(
+        summary["sessions_ingested"]["qwen-code-session"], 3,
+        "{summary}"
+    );
+    let diagnostics = summary["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{summary}");
+    assert!(
+        diagnostics[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("agent-7e1f.jsonl")
+    );
+    assert_eq!(diagnostics[0]["line"], 4);
+    let conn = open(&db);
+    let want: BTreeMap<String, [i64; 5]> = [
+        ("gemini-2.5-pro", [1, 1000 - 400, 1080 - 1000, 400, 0]),
+        (
+            "qwen3-coder-plus",
+            [
+                4,
+                14210 + (14689 - 14080) + 2210 + (3000 - 2900),
+                186 + 95 + 140 + 20,
+                14080 + 2900,
+                0,
+            ],
+        ),
+    ]
+    .into_iter()
+    .map(|(m, f)| (m.to_string(), f))
+    .collect();
+    assert_eq!(usage_by_model(&conn), want);
+    assert_eq!(want, crate::oracle::qwen(&fixtures("qwen")));
+    let owned = |sql: &str| crate::support::text(&conn, sql, []);
+    let main = "qwen-code-session:3f6c2a1e-8b4d-4c7a-9e21-5d0f7b9a4c13";
+    let fork = "qwen-code-session:c0ffee00-1111-4222-8333-444455556666";
+    // The copied response is the first session's; the fork owns only its own.
+    assert_eq!(
+        owned(
+            "SELECT group_concat(session_id || '=' || n, ' ') FROM
+             (SELECT session_id, COUNT(*) AS n FROM usage GROUP BY session_id ORDER BY session_id)"
+        ),
+        format!("{main}=3 {main}/agent-7e1f=1 {fork}=1")
+    );
+    assert_eq!(
+        owned(
+            "SELECT group_concat(session_id || '<' || parent_session_id || ':' || branch_type, ' ')
+             FROM (SELECT * FROM sessions WHERE parent_session_id IS NOT NULL ORDER BY session_id)"
+        ),
+        format!("{main}/agent-7e1f<{main}:subagent {fork}<{main}:fork")
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT title FROM sessions WHERE session_id = '{fork}'"
+        )),
+        "Fix failing npm test (Branch)"
+    );
+    // Thoughts are reasoning inside the output; the telemetry records are events, not messages.
+    let number = |sql: &str| crate::support::scalar(&conn, sql, []);
+    assert_eq!(
+        number("SELECT SUM(reasoning_tokens) FROM usage WHERE model = 'qwen3-coder-plus'"),
+        58 + 31
+    );
+    assert_eq!(
+        number(&format!(
+            "SELECT COUNT(*) FROM messages WHERE session_id = '{main}'"
+        )),
+        6
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT group_concat(type, ' ') FROM (SELECT b.type FROM blocks b
+             JOIN messages m ON m.message_id = b.message_id
+             WHERE m.session_id = '{main}' AND m.role = 'assistant'
+             ORDER BY m.position, b.position)"
+        )),
+        "thinking text tool_use thinking text text"
+    );
+    // The tool call, its result linked by id, and the fork's failed call.
+    assert_eq!(
+        owned(&format!(
+            "SELECT tool_name || ' ' || tool_path FROM blocks
+             WHERE session_id = '{main}' AND type = 'tool_use'"
+        )),
+        "read_file /home/alice/src/demo-app/package.json"
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT tool_name || ' ' || is_error FROM blocks
+             WHERE session_id = '{fork}' AND type = 'tool_result' AND is_error = 1"
+        )),
+        "run_shell_command 1"
+    );
+    // The compression's summary is a context snapshot.
+    assert_eq!(
+        number(&format!(
+            "SELECT COUNT(*) FROM context_snapshots WHERE session_id = '{main}'
+             AND boundary = 'compaction' AND text LIKE '%<overall_goal>Fix failing npm test%'"
+        )),
+        1
+    );
+    // The language knows the origin.
+    let out = quarry_json(&[
+        "--archive",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+        "sessions where origin:qwen-code-session | agg count",
+    ]);
+    assert_eq!(out["rows"][0][0], 3, "{out}");
+}

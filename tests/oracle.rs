@@ -407,3 +407,50 @@ pub fn pi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
     }
     by_model
 }
+
+/// Qwen Code usage by model (count, uncached input, output, cache reads, cache writes): each
+/// assistant record's `usageMetadata`, the prompt count less its cached tokens as input, the
+/// total less the prompt as output, a record copied into a fork (the same `uuid`) once, and a
+/// record with nothing billed skipped. `ui_telemetry` records are not read.
+pub fn qwen(dir: &Path) -> BTreeMap<String, [i64; 5]> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.path().to_path_buf())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    for file in files {
+        for r in good_lines(&file) {
+            let u = &r["usageMetadata"];
+            if r["type"] != "assistant" || !u.is_object() {
+                continue;
+            }
+            let n = |k: &str| u[k].as_i64().unwrap_or(0);
+            let prompt = n("promptTokenCount");
+            let cached = n("cachedContentTokenCount");
+            let output = if n("totalTokenCount") > 0 {
+                n("totalTokenCount") - prompt
+            } else {
+                n("candidatesTokenCount")
+            };
+            if prompt == 0 && output == 0 {
+                continue;
+            }
+            let model = r["model"].as_str().unwrap_or("").to_string();
+            let key = r["uuid"].as_str().unwrap_or("").to_string();
+            seen.entry(key)
+                .or_insert((model, [prompt - cached, output, cached, 0]));
+        }
+    }
+    let mut by_model: BTreeMap<String, [i64; 5]> = BTreeMap::new();
+    for (model, t) in seen.into_values() {
+        let row = by_model.entry(model).or_default();
+        row[0] += 1;
+        for (i, v) in t.iter().enumerate() {
+            row[i + 1] += v;
+        }
+    }
+    by_model
+}

@@ -25,6 +25,8 @@ pub enum Format {
     AiStudio,
     /// pi coding agent session JSONL.
     Pi,
+    /// Qwen Code session JSONL.
+    Qwen,
 }
 
 impl Format {
@@ -39,6 +41,7 @@ impl Format {
             Format::ClaudeAi => "a Claude.ai export",
             Format::AiStudio => "an AI Studio prompt",
             Format::Pi => "a pi session",
+            Format::Qwen => "a Qwen Code session",
         }
     }
 }
@@ -52,6 +55,10 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
     for line in lines.iter().take(20) {
         let v = &line.value;
         let kind = v.get("type").and_then(Value::as_str);
+        // Before Claude Code's check: Qwen Code's records share its envelope.
+        if super::qwen::is_record(v) {
+            return Some(Format::Qwen);
+        }
         if v.get("payload").is_some() && kind.is_some_and(|k| CODEX_TYPES.contains(&k)) {
             return Some(Format::Codex);
         }

@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
 pub const DEFAULT_LOCATIONS: &str =
-    "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions";
+    "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
-/// `~/.gemini/tmp` and `~/.pi/agent/sessions` (or `$PI_CODING_AGENT_DIR/sessions`; pi expands
-/// a leading `~` in it).
+/// `~/.gemini/tmp`, `~/.pi/agent/sessions` (or `$PI_CODING_AGENT_DIR/sessions`; pi expands
+/// a leading `~` in it) and `~/.qwen/projects` (or `$QWEN_RUNTIME_DIR/projects`, else
+/// `$QWEN_HOME/projects`).
 pub fn default_roots() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -29,11 +30,20 @@ pub fn default_roots() -> Vec<PathBuf> {
         },
         None => home.as_ref().map(|h| h.join(".pi").join("agent")),
     };
+    let qwen = ["QWEN_RUNTIME_DIR", "QWEN_HOME"]
+        .into_iter()
+        .find_map(|v| {
+            std::env::var_os(v)
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| home.as_ref().map(|h| h.join(".qwen")));
     [
         claude.map(|c| c.join("projects")),
         codex.map(|c| c.join("sessions")),
         gemini,
         pi.map(|p| p.join("sessions")),
+        qwen.map(|q| q.join("projects")),
     ]
     .into_iter()
     .flatten()

@@ -29,6 +29,7 @@ pub mod judge;
 mod lines;
 mod model;
 mod pi;
+mod qwen;
 mod reindex;
 mod store;
 mod summary;
@@ -759,6 +760,7 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::Codex) => codex::parse(name, lines, &mut parsed),
         Some(Format::GeminiLines) => gemini::parse_lines(lines, &mut parsed),
         Some(Format::Pi) => pi::parse(name, lines, &mut parsed),
+        Some(Format::Qwen) => qwen::parse(name, lines, &mut parsed),
         _ => {
             parsed
                 .diagnostics

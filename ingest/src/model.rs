@@ -22,32 +22,49 @@ pub enum Origin {
     AiStudio,
     /// pi coding agent session JSONL.
     Pi,
+    /// Qwen Code session JSONL.
+    QwenCode,
 }
 
 impl Origin {
+    /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
+    pub const ALL: [Origin; 8] = [
+        Origin::ClaudeCode,
+        Origin::Codex,
+        Origin::ChatGpt,
+        Origin::ClaudeAi,
+        Origin::GeminiCli,
+        Origin::AiStudio,
+        Origin::Pi,
+        Origin::QwenCode,
+    ];
+
+    /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].
+    fn decl(self) -> &'static quarry_schema::OriginDecl {
+        &quarry_schema::ORIGINS[self as usize]
+    }
+
     /// The origin's stable name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::ClaudeCode => "claude-code-session",
-            Origin::Codex => "codex-session",
-            Origin::ChatGpt => "chatgpt-export",
-            Origin::ClaudeAi => "claude-ai-export",
-            Origin::GeminiCli => "gemini-cli-session",
-            Origin::AiStudio => "aistudio-drive",
-            Origin::Pi => "pi-session",
-        }
+        self.decl().name
     }
 
     /// The harness name recorded on runs.
     pub fn harness(self) -> &'static str {
-        match self {
-            Origin::ClaudeCode => "claude-code",
-            Origin::Codex => "codex",
-            Origin::ChatGpt => "chatgpt",
-            Origin::ClaudeAi => "claude-ai",
-            Origin::GeminiCli => "gemini-cli",
-            Origin::AiStudio => "aistudio",
-            Origin::Pi => "pi",
+        self.decl().harness
+    }
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::Origin;
+
+    #[test]
+    fn every_origin_is_declared_once_in_order() {
+        assert_eq!(Origin::ALL.len(), quarry_schema::ORIGINS.len());
+        for (i, origin) in Origin::ALL.iter().enumerate() {
+            assert_eq!(*origin as usize, i);
+            assert_eq!(origin.as_str(), quarry_schema::ORIGINS[i].name);
         }
     }
 }

@@ -67,14 +67,6 @@ pub fn pending(conn: &Connection) -> rusqlite::Result<bool> {
     Ok(value.as_deref() == Some("pending"))
 }
 
-/// Origins whose sessions are re-derived: JSONL transcripts, one record a line.
-const LINE_ORIGINS: &[&str] = &[
-    "claude-code-session",
-    "codex-session",
-    "gemini-cli-session",
-    "pi-session",
-];
-
 /// Re-derives every JSONL transcript session of the archive from `events_raw`.
 pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
     conn.set_prepared_statement_cache_capacity(64);
@@ -113,7 +105,12 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
     };
     for stamp in files
         .into_iter()
-        .filter(|f| LINE_ORIGINS.contains(&f.origin.as_str()))
+        // Re-derived: the origins whose files are transcripts of one record a line.
+        .filter(|f| {
+            quarry_schema::ORIGINS
+                .iter()
+                .any(|o| o.lines && o.name == f.origin)
+        })
     {
         let sessions = rederive_file(conn, &stamp, &mut summary.diagnostics)?;
         conn.execute_batch("BEGIN IMMEDIATE")?;

@@ -137,6 +137,63 @@ pub struct Link {
     pub references: &'static str,
 }
 
+/// One source format's sessions: the `sessions.origin` value, the harness its runs record, and
+/// whether its files are transcripts of one record a line (re-derived from `events_raw`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OriginDecl {
+    /// The `origin` column value (`origin:` in the language).
+    pub name: &'static str,
+    /// The `runs.harness` value.
+    pub harness: &'static str,
+    /// Whether the source is a JSONL transcript, one record a line.
+    pub lines: bool,
+}
+
+/// Every origin an archive can hold, in the order ingest names them: the one list the
+/// language's value check, re-derivation and the adapters read.
+pub const ORIGINS: &[OriginDecl] = &[
+    OriginDecl {
+        name: "claude-code-session",
+        harness: "claude-code",
+        lines: true,
+    },
+    OriginDecl {
+        name: "codex-session",
+        harness: "codex",
+        lines: true,
+    },
+    OriginDecl {
+        name: "chatgpt-export",
+        harness: "chatgpt",
+        lines: false,
+    },
+    OriginDecl {
+        name: "claude-ai-export",
+        harness: "claude-ai",
+        lines: false,
+    },
+    OriginDecl {
+        name: "gemini-cli-session",
+        harness: "gemini-cli",
+        lines: true,
+    },
+    OriginDecl {
+        name: "aistudio-drive",
+        harness: "aistudio",
+        lines: false,
+    },
+    OriginDecl {
+        name: "pi-session",
+        harness: "pi",
+        lines: true,
+    },
+    OriginDecl {
+        name: "qwen-code-session",
+        harness: "qwen-code",
+        lines: true,
+    },
+];
+
 /// The closed vocabulary of `assertions.status`, in the spec's order.
 pub const ASSERTION_STATUSES: &[&str] = &[
     "active",

@@ -325,3 +325,19 @@ fn a_stale_file_fails_with_a_diff_and_blessing_fixes_it() {
     check_markdown_file(&path, false).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_origin_column_names_every_origin() {
+    let origin = table("sessions")
+        .and_then(|t| t.columns.iter().find(|c| c.name == "origin"))
+        .expect("sessions.origin");
+    let mut names = HashSet::new();
+    for o in ORIGINS {
+        assert!(names.insert(o.name), "origin {} twice", o.name);
+        assert!(
+            origin.doc.contains(&format!("`{}`", o.name)),
+            "the doc of sessions.origin does not name {}",
+            o.name
+        );
+    }
+}

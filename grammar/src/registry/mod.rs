@@ -432,5 +432,14 @@ pub const AGG_FUNCTIONS: &[&str] = &[
 /// Time buckets for `group by time:<bucket>`.
 pub const TIME_BUCKETS: &[&str] = &["hour", "day", "week", "month", "year"];
 
-/// The origins quarry reads (documented values of `origin:`; other values are accepted).
-pub const KNOWN_ORIGINS: &[&str] = values::ORIGINS;
+/// The origins quarry reads (documented values of `origin:`; other values are accepted): the
+/// names of [`quarry_schema::ORIGINS`].
+pub const KNOWN_ORIGINS: [&str; quarry_schema::ORIGINS.len()] = {
+    let mut names = [""; quarry_schema::ORIGINS.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = quarry_schema::ORIGINS[i].name;
+        i += 1;
+    }
+    names
+};

@@ -1,14 +1,5 @@
 //! The closed value sets of enum fields.
 
-pub(super) const ORIGINS: &[&str] = &[
-    "claude-code-session",
-    "codex-session",
-    "chatgpt-export",
-    "claude-ai-export",
-    "gemini-cli-session",
-    "aistudio-drive",
-    "pi-session",
-];
 pub(super) const SEMANTIC_TYPES: &[&str] = &[
     "file_read",
     "file_write",
