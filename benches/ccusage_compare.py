@@ -4,8 +4,10 @@ ccusage's `daily --json --by-agent` report with quarry's usage per model and day
 
   ccusage_compare.py layout CORPUS HOME         copy CORPUS/claude-code and CORPUS/codex into
                                                 HOME/claude/projects/... and HOME/codex/sessions/...,
-                                                and the pi sessions of tests/fixtures/agents/pi
-                                                into HOME/.pi/agent/sessions/--fixtures--/
+                                                the pi sessions of tests/fixtures/agents/pi into
+                                                HOME/.pi/agent/sessions/--fixtures--/, and the
+                                                Qwen Code tree of tests/fixtures/agents/qwen
+                                                into HOME/.qwen/
   ccusage_compare.py compare CCUSAGE.json QUARRY.json [QUARRY_VIA.json]
                                                 print the comparison tables
 
@@ -25,10 +27,15 @@ KINDS = [
     ("cache_read", "cacheReadTokens", "sum_cache_read_tokens"),
     ("cache_write", "cacheCreationTokens", "sum_cache_write_tokens"),
 ]
-AGENT_OF_ORIGIN = {"claude-code-session": "claude", "codex-session": "codex", "pi-session": "pi"}
-# The real session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and
-# where the agent keeps them under HOME.
-AGENT_FIXTURES = [("pi", Path(".pi/agent/sessions/--fixtures--"))]
+AGENT_OF_ORIGIN = {
+    "claude-code-session": "claude",
+    "codex-session": "codex",
+    "pi-session": "pi",
+    "qwen-code-session": "qwen",
+}
+# The session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and where
+# the agent keeps its contents under HOME (subfolders kept).
+AGENT_FIXTURES = [("pi", Path(".pi/agent/sessions/--fixtures--")), ("qwen", Path(".qwen"))]
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agents"
 
 
@@ -66,8 +73,8 @@ def layout(corpus: Path, home: Path) -> None:
         shutil.copy2(src, dest)
         files += 1
     for agent, target in AGENT_FIXTURES:
-        for src in sorted((FIXTURES / agent).glob("*.jsonl")):
-            dest = home / target / src.name
+        for src in sorted((FIXTURES / agent).rglob("*.jsonl")):
+            dest = home / target / src.relative_to(FIXTURES / agent)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest)
             files += 1

@@ -49,15 +49,7 @@ fn pi_forks_branches_and_aborted_requests_are_counted_once() {
     let db = dir.path().join("a.db");
     let summary = ingest(&db, &[&fixtures("pi-traps")]);
     assert_eq!(summary["sessions_ingested"]["pi-session"], 5, "{summary}");
-    let diagnostics = summary["diagnostics"].as_array().unwrap();
-    assert_eq!(diagnostics.len(), 1, "{summary}");
-    assert!(
-        diagnostics[0]["file"]
-            .as_str()
-            .unwrap()
-            .ends_with("p0000001-aaaa.jsonl")
-    );
-    assert_eq!(diagnostics[0]["line"], 9);
+    assert_one_diagnostic(&summary, "p0000001-aaaa.jsonl", 9);
     let conn = open(&db);
     let want: BTreeMap<String, [i64; 5]> = [
         ("claude-opus-4-5", [2, 11 + 1, 22 + 2, 33 + 3, 44 + 4]),
@@ -270,31 +262,11 @@ fn pi_sessions_are_found_where_pi_writes_them() {
         ] {
             std::fs::copy(fixtures("pi-traps").join(name), project.join(name)).unwrap();
         }
-        let archive = dir.path().join("a.db");
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
-        command
-            .args([
-                "--archive",
-                archive.to_str().unwrap(),
-                "--format",
-                "json",
-                "ingest",
-            ])
-            .env_remove("QUARRY_ARCHIVE")
-            .env_remove("PI_CODING_AGENT_DIR")
-            .env("HOME", &home)
-            .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
-            .env("CODEX_HOME", home.join(".codex"));
-        if let Some(agent_dir) = agent_dir {
-            command.env("PI_CODING_AGENT_DIR", agent_dir);
-        }
-        let out = command.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let vars: Vec<(&str, PathBuf)> = agent_dir
+            .map(|d| ("PI_CODING_AGENT_DIR", PathBuf::from(d)))
+            .into_iter()
+            .collect();
+        let summary = ingest_discovered(dir.path(), &home, &vars);
         assert_eq!(
             summary["sessions_ingested"]["pi-session"], 2,
             "{agent_dir:?}: {summary}"
@@ -307,9 +279,10 @@ fn pi_sessions_are_found_where_pi_writes_them() {
 /// 95 out; prompt 2,210, 140 out), each repeated by a `ui_telemetry` record that is not counted;
 /// the fork `c0ffee…` (`/branch`) copies its first three records, the first response among them
 /// (same `uuid`), and adds one of its own (prompt 3,000 with 2,900 cached, 20 out) whose tool
-/// call failed; the subagent's file (`agentId` 7e1f) holds one Gemini response whose 30
-/// thoughts are beside its 50 candidates (prompt 1,000 with 400 cached, a 1,080 total: 80 out),
-/// one with every count 0 (no row) and a cut last line.
+/// call failed; the subagent's file (`agentId` 7e1f) holds one response whose 30 thoughts are
+/// beside its 50 candidates, as on Gemini's path (prompt 1,000 with 400 cached, a 1,080 total:
+/// 80 out) and which names no model (Qwen Code writes none on a subagent's records), one with
+/// every count 0 (no row) and a cut last line.
 #[test]
 fn qwen_code_counts_cached_prompts_forks_and_subagents_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -319,18 +292,10 @@ fn qwen_code_counts_cached_prompts_forks_and_subagents_once() {
         summary["sessions_ingested"]["qwen-code-session"], 3,
         "{summary}"
     );
-    let diagnostics = summary["diagnostics"].as_array().unwrap();
-    assert_eq!(diagnostics.len(), 1, "{summary}");
-    assert!(
-        diagnostics[0]["file"]
-            .as_str()
-            .unwrap()
-            .ends_with("agent-7e1f.jsonl")
-    );
-    assert_eq!(diagnostics[0]["line"], 4);
+    assert_one_diagnostic(&summary, "agent-7e1f.jsonl", 4);
     let conn = open(&db);
     let want: BTreeMap<String, [i64; 5]> = [
-        ("gemini-2.5-pro", [1, 1000 - 400, 1080 - 1000, 400, 0]),
+        ("", [1, 1000 - 400, 1080 - 1000, 400, 0]),
         (
             "qwen3-coder-plus",
             [
@@ -424,4 +389,99 @@ fn qwen_code_counts_cached_prompts_forks_and_subagents_once() {
         "sessions where origin:qwen-code-session | agg count",
     ]);
     assert_eq!(out["rows"][0][0], 3, "{out}");
+}
+
+/// Qwen Code's sessions are found under `~/.qwen/projects`, `$QWEN_HOME/projects`, or
+/// `$QWEN_RUNTIME_DIR/projects`, which wins over `$QWEN_HOME` (the chats and the subagent
+/// files both).
+#[test]
+fn qwen_sessions_are_found_where_qwen_code_writes_them() {
+    for (home_var, runtime_var) in [(false, false), (true, false), (true, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let base = if runtime_var {
+            dir.path().join("runtime")
+        } else if home_var {
+            dir.path().join("qwen-home")
+        } else {
+            home.join(".qwen")
+        };
+        let from = fixtures("qwen");
+        for entry in walkdir::WalkDir::new(&from) {
+            let entry = entry.unwrap();
+            let to = base.join(entry.path().strip_prefix(&from).unwrap());
+            if entry.file_type().is_dir() {
+                std::fs::create_dir_all(&to).unwrap();
+            } else {
+                std::fs::copy(entry.path(), &to).unwrap();
+            }
+        }
+        // A decoy where QWEN_HOME points when the runtime folder wins: not read.
+        if runtime_var {
+            let decoy = dir.path().join("qwen-home/projects/x/chats");
+            std::fs::create_dir_all(&decoy).unwrap();
+            std::fs::copy(
+                from.join("projects/-home-alice-src-demo-app/chats/c0ffee00-1111-4222-8333-444455556666.jsonl"),
+                decoy.join("c0ffee00-1111-4222-8333-444455556666.jsonl"),
+            )
+            .unwrap();
+        }
+        let mut vars = Vec::new();
+        if home_var {
+            vars.push(("QWEN_HOME", dir.path().join("qwen-home")));
+        }
+        if runtime_var {
+            vars.push(("QWEN_RUNTIME_DIR", dir.path().join("runtime")));
+        }
+        let summary = ingest_discovered(dir.path(), &home, &vars);
+        assert_eq!(
+            summary["sessions_ingested"]["qwen-code-session"], 3,
+            "QWEN_HOME {home_var}, QWEN_RUNTIME_DIR {runtime_var}: {summary}"
+        );
+        assert_eq!(summary["files_seen"], 3, "{summary}");
+    }
+}
+
+/// `quarry ingest` with no path, in a home of its own (`HOME`, and the Claude Code and Codex
+/// folders under it) with only `vars` of the agents' variables set; its JSON summary. The
+/// archive is `dir/a.db`.
+fn ingest_discovered(dir: &Path, home: &Path, vars: &[(&str, PathBuf)]) -> serde_json::Value {
+    let archive = dir.join("a.db");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command
+        .args([
+            "--archive",
+            archive.to_str().unwrap(),
+            "--format",
+            "json",
+            "ingest",
+        ])
+        .env_remove("QUARRY_ARCHIVE")
+        .env_remove("PI_CODING_AGENT_DIR")
+        .env_remove("QWEN_HOME")
+        .env_remove("QWEN_RUNTIME_DIR")
+        .env("HOME", home)
+        .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+        .env("CODEX_HOME", home.join(".codex"));
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The summary reports one diagnostic, on line `line` of the file whose name ends so.
+fn assert_one_diagnostic(summary: &serde_json::Value, file: &str, line: i64) {
+    let diagnostics = summary["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{summary}");
+    assert!(
+        diagnostics[0]["file"].as_str().unwrap().ends_with(file),
+        "{summary}"
+    );
+    assert_eq!(diagnostics[0]["line"], line, "{summary}");
 }

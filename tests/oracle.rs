@@ -354,13 +354,7 @@ pub fn claude_tree_usage(dir: &Path) -> TreeUsage {
 /// rewritten by pi with new entry ids, counted once: the same provider `responseId`, else the
 /// same message time, provider, model and counts.
 pub fn pi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|e| e.path().to_path_buf())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
+    let files = jsonl_files(dir);
     let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
     for file in files {
         for entry in good_lines(&file) {
@@ -397,15 +391,7 @@ pub fn pi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
             seen.entry(key).or_insert((model, [input, output, cr, cw]));
         }
     }
-    let mut by_model: BTreeMap<String, [i64; 5]> = BTreeMap::new();
-    for (model, t) in seen.into_values() {
-        let row = by_model.entry(model).or_default();
-        row[0] += 1;
-        for (i, v) in t.iter().enumerate() {
-            row[i + 1] += v;
-        }
-    }
-    by_model
+    by_model(seen)
 }
 
 /// Qwen Code usage by model (count, uncached input, output, cache reads, cache writes): each
@@ -413,13 +399,7 @@ pub fn pi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
 /// total less the prompt as output, a record copied into a fork (the same `uuid`) once, and a
 /// record with nothing billed skipped. `ui_telemetry` records are not read.
 pub fn qwen(dir: &Path) -> BTreeMap<String, [i64; 5]> {
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_map(Result::ok)
-        .map(|e| e.path().to_path_buf())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
+    let files = jsonl_files(dir);
     let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
     for file in files {
         for r in good_lines(&file) {
@@ -444,6 +424,12 @@ pub fn qwen(dir: &Path) -> BTreeMap<String, [i64; 5]> {
                 .or_insert((model, [prompt - cached, output, cached, 0]));
         }
     }
+    by_model(seen)
+}
+
+/// Responses (key → model and input, output, cache-read, cache-write tokens) summed by model:
+/// count, then each kind.
+fn by_model(seen: HashMap<String, (String, [i64; 4])>) -> BTreeMap<String, [i64; 5]> {
     let mut by_model: BTreeMap<String, [i64; 5]> = BTreeMap::new();
     for (model, t) in seen.into_values() {
         let row = by_model.entry(model).or_default();

@@ -6,7 +6,8 @@
 //! `chat_compression`, `custom_title`, `slash_command`, `rewind`, ...). Messages are Gemini
 //! `Content`: `message {role, parts: [{text, thought?} | {functionCall {id, name, args}} |
 //! {functionResponse {id, name, response}}]}`. A subagent writes its own file,
-//! `subagents/<session id>/agent-<agent id>.jsonl`, whose records carry `agentId`.
+//! `subagents/<session id>/agent-<agent id>.jsonl`, whose records carry the parent's `sessionId`
+//! and their `agentId` (and no `model`: such a response's model is not known).
 //!
 //! Usage is per assistant record (`usageMetadata {promptTokenCount, candidatesTokenCount,
 //! thoughtsTokenCount, totalTokenCount, cachedContentTokenCount}`, one record per completed API
