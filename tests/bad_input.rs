@@ -117,6 +117,18 @@ fn unreadable_and_unrelated_paths_are_reported_while_the_rest_ingests() {
         scalar(&open(&archive), "SELECT COUNT(*) FROM sessions", []),
         1
     );
+    // The reason names every agent quarry reads.
+    let reason = summary["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "unsupported_format")
+        .and_then(|d| d["reason"].as_str())
+        .unwrap()
+        .to_string();
+    for agent in ["Claude Code", "Codex", "Gemini CLI", "pi", "Qwen Code"] {
+        assert!(reason.contains(agent), "{reason}");
+    }
 }
 
 #[test]

@@ -104,6 +104,15 @@ pub fn detect_json(root: &Value) -> Option<Format> {
     None
 }
 
+/// Whether a JSON document is a known companion of transcripts quarry reads that holds no
+/// transcript itself: Qwen Code's subagent metadata (`subagents/<session>/agent-<id>.meta.json`,
+/// `{agentId, agentType, description, createdAt, parentSessionId, ...}`).
+pub fn is_sidecar(root: &Value) -> bool {
+    ["agentId", "agentType", "parentSessionId", "createdAt"]
+        .iter()
+        .all(|k| root.get(k).is_some())
+}
+
 /// Keys only the transcript formats quarry reads write (Claude Code, Gemini CLI).
 const TRANSCRIPT_KEYS: &[&str] = &[
     "sessionId",

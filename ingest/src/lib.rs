@@ -492,12 +492,18 @@ fn prepare_file(
     drop(bytes);
     let Some(format) = format else {
         let mut diagnostics = parsed.diagnostics;
-        diagnostics.push(Diagnostic {
-            file: name,
-            line: None,
-            kind: "unsupported_format",
-            reason: "not a transcript format quarry reads (Claude Code, Codex, ChatGPT, Claude.ai, Gemini CLI, AI Studio)".into(),
-        });
+        if !parsed.sidecar {
+            let agents: Vec<&str> = quarry_schema::ORIGINS.iter().map(|o| o.label).collect();
+            diagnostics.push(Diagnostic {
+                file: name,
+                line: None,
+                kind: "unsupported_format",
+                reason: format!(
+                    "not a transcript format quarry reads ({})",
+                    agents.join(", ")
+                ),
+            });
+        }
         return Work::Skip {
             bytes: size as u64,
             state: Some(state),
@@ -736,7 +742,10 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
                     Some(Format::ClaudeAi) => claude_ai::parse(&root, &mut parsed),
                     Some(Format::AiStudio) => aistudio::parse(name, &root, &mut parsed),
                     Some(Format::GeminiJson) => gemini::parse_json(&root, &mut parsed),
-                    _ => return (None, parsed),
+                    _ => {
+                        parsed.sidecar = detect::is_sidecar(&root);
+                        return (None, parsed);
+                    }
                 }
                 report_empty(name, format, &mut parsed);
                 return (format, parsed);

@@ -612,4 +612,7 @@ pub struct ParsedFile {
     pub diagnostics: Vec<Diagnostic>,
     /// Record types the adapter did not know, with counts; kept as raw events.
     pub unknown_records: std::collections::BTreeMap<String, usize>,
+    /// The file is a known companion of an agent's transcripts that holds none (Qwen Code's
+    /// subagent metadata): not read, and not reported as a problem.
+    pub sidecar: bool,
 }

@@ -147,6 +147,8 @@ pub struct OriginDecl {
     pub harness: &'static str,
     /// Whether the source is a JSONL transcript, one record a line.
     pub lines: bool,
+    /// The agent's name in messages.
+    pub label: &'static str,
 }
 
 /// Every origin an archive can hold, in the order ingest names them: the one list the
@@ -156,41 +158,49 @@ pub const ORIGINS: &[OriginDecl] = &[
         name: "claude-code-session",
         harness: "claude-code",
         lines: true,
+        label: "Claude Code",
     },
     OriginDecl {
         name: "codex-session",
         harness: "codex",
         lines: true,
+        label: "Codex",
     },
     OriginDecl {
         name: "chatgpt-export",
         harness: "chatgpt",
         lines: false,
+        label: "ChatGPT",
     },
     OriginDecl {
         name: "claude-ai-export",
         harness: "claude-ai",
         lines: false,
+        label: "Claude.ai",
     },
     OriginDecl {
         name: "gemini-cli-session",
         harness: "gemini-cli",
         lines: true,
+        label: "Gemini CLI",
     },
     OriginDecl {
         name: "aistudio-drive",
         harness: "aistudio",
         lines: false,
+        label: "AI Studio",
     },
     OriginDecl {
         name: "pi-session",
         harness: "pi",
         lines: true,
+        label: "pi",
     },
     OriginDecl {
         name: "qwen-code-session",
         harness: "qwen-code",
         lines: true,
+        label: "Qwen Code",
     },
 ];
 
