@@ -147,8 +147,13 @@ pub(crate) fn unpriced_lines(unpriced: &[UnpricedModel]) -> String {
     unpriced
         .iter()
         .map(|u| {
+            let (noun, its, them) = if u.responses == 1 {
+                ("response", "its", "it")
+            } else {
+                ("responses", "their", "them")
+            };
             format!(
-                "note: {} for model {}: {} responses (their cost_usd is NULL; sums leave them out)\n",
+                "note: {} for model {}: {} {noun} ({its} cost_usd is NULL; sums leave {them} out)\n",
                 u.reason,
                 u.model,
                 thousands(u.responses)

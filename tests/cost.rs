@@ -321,7 +321,7 @@ fn a_price_change_prices_each_side_at_its_own_rate_and_no_price_is_null_with_a_n
     assert_eq!(cost("msg_unknown", 1), None);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("no price for model claude-nobody-9: 1 responses"),
+        stderr.contains("no price for model claude-nobody-9: 1 response (its cost_usd"),
         "{stderr}"
     );
     // A session with an unpriced response has no total; the other has the sum.
