@@ -31,9 +31,9 @@ else
   trap 'rm -rf "$tmp"' EXIT
 fi
 
-# 2. The corpus laid out as Claude Code and Codex keep it, and the pi and Qwen Code sessions of
+# 2. The corpus laid out as Claude Code and Codex keep it, and the pi, Qwen Code and Kimi CLI sessions of
 #    tests/fixtures/agents as those agents keep them, in a home of its own (so neither side
-#    reads this machine's own ~/.claude, ~/.codex, ~/.pi or ~/.qwen).
+#    reads this machine's own ~/.claude, ~/.codex, ~/.pi, ~/.qwen or ~/.kimi).
 home=$tmp/home
 python3 "$here/ccusage_compare.py" layout "$corpus" "$home"
 
@@ -46,7 +46,7 @@ echo "ccusage $("$ccusage" --version 2>/dev/null | tail -1)" >&2
 
 # 4. quarry: the same copy into a fresh archive, usage per origin, model and UTC day.
 archive=$tmp/archive.db
-"$quarry" --archive "$archive" ingest --no-progress "$home/claude" "$home/codex" "$home/.pi" "$home/.qwen" \
+"$quarry" --archive "$archive" ingest --no-progress "$home/claude" "$home/codex" "$home/.pi" "$home/.qwen" "$home/.kimi" \
   > "$tmp/ingest.txt"
 q() { "$quarry" --archive "$archive" --format json --tz UTC "$1"; }
 sums='sum:input_tokens, sum:output_tokens, sum:cache_read_tokens, sum:cache_write_tokens'

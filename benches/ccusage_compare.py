@@ -6,8 +6,9 @@ ccusage's `daily --json --by-agent` report with quarry's usage per model and day
                                                 HOME/claude/projects/... and HOME/codex/sessions/...,
                                                 the pi sessions of tests/fixtures/agents/pi into
                                                 HOME/.pi/agent/sessions/--fixtures--/, and the
-                                                Qwen Code tree of tests/fixtures/agents/qwen
-                                                into HOME/.qwen/
+                                                Qwen Code and Kimi CLI trees of
+                                                tests/fixtures/agents/{qwen,kimi} into
+                                                HOME/.qwen/ and HOME/.kimi/
   ccusage_compare.py compare CCUSAGE.json QUARRY.json [QUARRY_VIA.json]
                                                 print the comparison tables
 
@@ -32,10 +33,15 @@ AGENT_OF_ORIGIN = {
     "codex-session": "codex",
     "pi-session": "pi",
     "qwen-code-session": "qwen",
+    "kimi-cli-session": "kimi",
 }
 # The session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and where
 # the agent keeps its contents under HOME (subfolders kept).
-AGENT_FIXTURES = [("pi", Path(".pi/agent/sessions/--fixtures--")), ("qwen", Path(".qwen"))]
+AGENT_FIXTURES = [
+    ("pi", Path(".pi/agent/sessions/--fixtures--")),
+    ("qwen", Path(".qwen")),
+    ("kimi", Path(".kimi")),
+]
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agents"
 
 

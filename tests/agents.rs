@@ -408,15 +408,7 @@ fn qwen_sessions_are_found_where_qwen_code_writes_them() {
             home.join(".qwen")
         };
         let from = fixtures("qwen");
-        for entry in walkdir::WalkDir::new(&from) {
-            let entry = entry.unwrap();
-            let to = base.join(entry.path().strip_prefix(&from).unwrap());
-            if entry.file_type().is_dir() {
-                std::fs::create_dir_all(&to).unwrap();
-            } else {
-                std::fs::copy(entry.path(), &to).unwrap();
-            }
-        }
+        copy_tree(&from, &base);
         // A decoy where QWEN_HOME points when the runtime folder wins: not read.
         if runtime_var {
             let decoy = dir.path().join("qwen-home/projects/x/chats");
@@ -462,6 +454,7 @@ fn ingest_discovered(dir: &Path, home: &Path, vars: &[(&str, PathBuf)]) -> serde
         .env_remove("PI_CODING_AGENT_DIR")
         .env_remove("QWEN_HOME")
         .env_remove("QWEN_RUNTIME_DIR")
+        .env_remove("KIMI_SHARE_DIR")
         .env("HOME", home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("CODEX_HOME", home.join(".codex"));
@@ -486,4 +479,121 @@ fn assert_one_diagnostic(summary: &serde_json::Value, file: &str, line: i64) {
         "{summary}"
     );
     assert_eq!(diagnostics[0]["line"], line, "{summary}");
+}
+
+/// Kimi CLI, worked out by hand from `kimi/` (a session kimi-cli 1.52.0's own classes wrote):
+/// three steps in the session's log (input 12,000 / output 150; 400 / 80 with 11,776 cache
+/// reads; 90 / 40 with 12,288) and the subagent's step in its own log (3,000 / 60 with 2,048),
+/// which the parent's log repeats inside a `SubagentEvent` and is counted once. Beside the logs:
+/// `context.jsonl` (its `_usage` records are context sizes), `state.json`, the subagent's
+/// `meta.json` and `kimi.json`, none a transcript and none a problem.
+#[test]
+fn kimi_cli_counts_each_step_once_and_a_subagents_steps_in_its_own_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&fixtures("kimi")]);
+    assert_eq!(
+        summary["sessions_ingested"]["kimi-cli-session"], 2,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    assert_eq!(summary["files_seen"], 7, "{summary}");
+    let conn = open(&db);
+    let want: BTreeMap<String, [i64; 5]> = [(
+        String::new(),
+        [
+            4,
+            12000 + 400 + 90 + 3000,
+            150 + 80 + 40 + 60,
+            11776 + 12288 + 2048,
+            0,
+        ],
+    )]
+    .into_iter()
+    .collect();
+    assert_eq!(usage_by_model(&conn), want);
+    assert_eq!(want, crate::oracle::kimi(&fixtures("kimi")));
+    let owned = |sql: &str| crate::support::text(&conn, sql, []);
+    let main = "kimi-cli-session:3f2b8c1e-6a4d-4e2f-9b1a-7c5d0e9f1a22";
+    assert_eq!(
+        owned(
+            "SELECT group_concat(session_id || '=' || n, ' ') FROM
+             (SELECT session_id, COUNT(*) AS n FROM usage GROUP BY session_id ORDER BY session_id)"
+        ),
+        format!("{main}=3 {main}/a1b2c3d4=1")
+    );
+    assert_eq!(
+        owned(
+            "SELECT group_concat(session_id || '<' || parent_session_id || ':' || branch_type, ' ')
+             FROM sessions WHERE parent_session_id IS NOT NULL"
+        ),
+        format!("{main}/a1b2c3d4<{main}:subagent")
+    );
+    // The turn as Kimi CLI showed it: the prompt, three steps (thinking and a shell call; the
+    // agent call; the answer) and the two tool results between them.
+    assert_eq!(
+        owned(&format!(
+            "SELECT group_concat(role, ' ') FROM (SELECT role FROM messages
+             WHERE session_id = '{main}' ORDER BY position)"
+        )),
+        "user assistant tool assistant tool assistant"
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT group_concat(type || ':' || COALESCE(tool_name, ''), ' ') FROM
+             (SELECT b.type, b.tool_name FROM blocks b JOIN messages m ON m.message_id = b.message_id
+              WHERE m.session_id = '{main}' AND m.role = 'assistant'
+              ORDER BY m.position, b.position)"
+        )),
+        "thinking: tool_use:Shell tool_use:Agent text:"
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT tool_command FROM blocks WHERE session_id = '{main}' AND type = 'tool_use'
+             AND tool_name = 'Shell'"
+        )),
+        "ls"
+    );
+}
+
+/// Kimi CLI's sessions are found under `~/.kimi/sessions` or `$KIMI_SHARE_DIR/sessions`.
+#[test]
+fn kimi_sessions_are_found_where_kimi_cli_writes_them() {
+    for share_var in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let base = if share_var {
+            dir.path().join("share")
+        } else {
+            home.join(".kimi")
+        };
+        copy_tree(&fixtures("kimi"), &base);
+        let vars: Vec<(&str, PathBuf)> = if share_var {
+            vec![("KIMI_SHARE_DIR", dir.path().join("share"))]
+        } else {
+            Vec::new()
+        };
+        let summary = ingest_discovered(dir.path(), &home, &vars);
+        assert_eq!(
+            summary["sessions_ingested"]["kimi-cli-session"], 2,
+            "KIMI_SHARE_DIR {share_var}: {summary}"
+        );
+    }
+}
+
+/// Copies the folder `from` (files and subfolders) to `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
 }

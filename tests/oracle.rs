@@ -440,3 +440,36 @@ fn by_model(seen: HashMap<String, (String, [i64; 4])>) -> BTreeMap<String, [i64;
     }
     by_model
 }
+
+/// Kimi CLI usage by model (count, input, output, cache reads, cache writes): each top-level
+/// `StatusUpdate` line of each `wire.jsonl` with a `token_usage` (a subagent's steps, forwarded
+/// into the parent's log inside `SubagentEvent`, are read from its own log only), once per
+/// `message_id`. No line names a model.
+pub fn kimi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    for file in jsonl_files(dir) {
+        if file.file_name().is_none_or(|n| n != "wire.jsonl") {
+            continue;
+        }
+        for (i, r) in good_lines(&file).into_iter().enumerate() {
+            let m = &r["message"];
+            let u = &m["payload"]["token_usage"];
+            if m["type"] != "StatusUpdate" || !u.is_object() {
+                continue;
+            }
+            let n = |k: &str| u[k].as_i64().unwrap_or(0);
+            let t = [
+                n("input_other"),
+                n("output"),
+                n("input_cache_read"),
+                n("input_cache_creation"),
+            ];
+            let key = match m["payload"]["message_id"].as_str() {
+                Some(id) => id.to_string(),
+                None => format!("{} {i}", file.display()),
+            };
+            seen.entry(key).or_insert((String::new(), t));
+        }
+    }
+    by_model(seen)
+}

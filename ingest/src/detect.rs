@@ -27,6 +27,8 @@ pub enum Format {
     Pi,
     /// Qwen Code session JSONL.
     Qwen,
+    /// Kimi CLI event log JSONL.
+    Kimi,
 }
 
 impl Format {
@@ -42,6 +44,7 @@ impl Format {
             Format::AiStudio => "an AI Studio prompt",
             Format::Pi => "a pi session",
             Format::Qwen => "a Qwen Code session",
+            Format::Kimi => "a Kimi CLI log",
         }
     }
 }
@@ -58,6 +61,9 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
         // Before Claude Code's check: Qwen Code's records share its envelope.
         if super::qwen::is_record(v) {
             return Some(Format::Qwen);
+        }
+        if super::kimi::is_line(v) {
+            return Some(Format::Kimi);
         }
         if v.get("payload").is_some() && kind.is_some_and(|k| CODEX_TYPES.contains(&k)) {
             return Some(Format::Codex);
@@ -106,11 +112,25 @@ pub fn detect_json(root: &Value) -> Option<Format> {
 
 /// Whether a JSON document is a known companion of transcripts quarry reads that holds no
 /// transcript itself: Qwen Code's subagent metadata (`subagents/<session>/agent-<id>.meta.json`,
-/// `{agentId, agentType, description, createdAt, parentSessionId, ...}`).
+/// `{agentId, agentType, description, createdAt, parentSessionId, ...}`), Kimi CLI's session
+/// state (`state.json`: `approval`, `plan_mode`, `todos`), subagent metadata (`meta.json`:
+/// `agent_id`, `subagent_type`, `launch_spec`) and index of work folders (`kimi.json`:
+/// `work_dirs`).
 pub fn is_sidecar(root: &Value) -> bool {
-    ["agentId", "agentType", "parentSessionId", "createdAt"]
+    let has = |keys: &[&str]| keys.iter().all(|k| root.get(k).is_some());
+    has(&["agentId", "agentType", "parentSessionId", "createdAt"])
+        || has(&["approval", "plan_mode", "todos"])
+        || has(&["agent_id", "subagent_type", "launch_spec"])
+        || (has(&["work_dirs"]) && root.as_object().is_some_and(|o| o.len() <= 2))
+}
+
+/// Whether a JSON Lines file is a known companion that holds no transcript: Kimi CLI's
+/// `context.jsonl` (the model's history beside the event log).
+pub fn is_sidecar_lines(lines: &[Line]) -> bool {
+    lines
         .iter()
-        .all(|k| root.get(k).is_some())
+        .take(20)
+        .any(|l| super::kimi::is_context_line(&l.value))
 }
 
 /// Keys only the transcript formats quarry reads write (Claude Code, Gemini CLI).

@@ -4,14 +4,13 @@ use std::path::{Path, PathBuf};
 
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
-pub const DEFAULT_LOCATIONS: &str =
-    "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects";
+pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
 /// `~/.gemini/tmp`, `~/.pi/agent/sessions` (or `$PI_CODING_AGENT_DIR/sessions`; pi expands
 /// a leading `~` in it) and `~/.qwen/projects` (or `$QWEN_RUNTIME_DIR/projects`, else
-/// `$QWEN_HOME/projects`).
+/// `$QWEN_HOME/projects`) and `~/.kimi/sessions` (or `$KIMI_SHARE_DIR/sessions`).
 pub fn default_roots() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -38,12 +37,17 @@ pub fn default_roots() -> Vec<PathBuf> {
                 .map(PathBuf::from)
         })
         .or_else(|| home.as_ref().map(|h| h.join(".qwen")));
+    let kimi = std::env::var_os("KIMI_SHARE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".kimi")));
     [
         claude.map(|c| c.join("projects")),
         codex.map(|c| c.join("sessions")),
         gemini,
         pi.map(|p| p.join("sessions")),
         qwen.map(|q| q.join("projects")),
+        kimi.map(|k| k.join("sessions")),
     ]
     .into_iter()
     .flatten()

@@ -26,6 +26,7 @@ mod detect;
 mod discover;
 mod gemini;
 pub mod judge;
+mod kimi;
 mod lines;
 mod model;
 mod pi;
@@ -770,7 +771,9 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::GeminiLines) => gemini::parse_lines(lines, &mut parsed),
         Some(Format::Pi) => pi::parse(name, lines, &mut parsed),
         Some(Format::Qwen) => qwen::parse(name, lines, &mut parsed),
+        Some(Format::Kimi) => kimi::parse(name, lines, &mut parsed),
         _ => {
+            parsed.sidecar = detect::is_sidecar_lines(&lines);
             parsed
                 .diagnostics
                 .extend(detect::unrecognised_transcript(name, &lines));

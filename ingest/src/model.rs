@@ -24,11 +24,13 @@ pub enum Origin {
     Pi,
     /// Qwen Code session JSONL.
     QwenCode,
+    /// Kimi CLI event log JSONL.
+    KimiCli,
 }
 
 impl Origin {
     /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
-    pub const ALL: [Origin; 8] = [
+    pub const ALL: [Origin; 9] = [
         Origin::ClaudeCode,
         Origin::Codex,
         Origin::ChatGpt,
@@ -37,6 +39,7 @@ impl Origin {
         Origin::AiStudio,
         Origin::Pi,
         Origin::QwenCode,
+        Origin::KimiCli,
     ];
 
     /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].

@@ -202,6 +202,12 @@ pub const ORIGINS: &[OriginDecl] = &[
         lines: true,
         label: "Qwen Code",
     },
+    OriginDecl {
+        name: "kimi-cli-session",
+        harness: "kimi-cli",
+        lines: true,
+        label: "Kimi CLI",
+    },
 ];
 
 /// The closed vocabulary of `assertions.status`, in the spec's order.
