@@ -78,10 +78,7 @@ fn pi_forks_branches_and_aborted_requests_are_counted_once() {
          pi-session:v1aaaaaa=11 pi-session:v1bbbbbb=1"
     );
     assert_eq!(
-        owned(
-            "SELECT group_concat(session_id || '<' || parent_session_id || ':' || branch_type, ' ')
-             FROM (SELECT * FROM sessions WHERE parent_session_id IS NOT NULL ORDER BY session_id)"
-        ),
+        children(&conn),
         "pi-session:f0000002-bbbb<pi-session:p0000001-aaaa:fork \
          pi-session:v1bbbbbb<pi-session:v1aaaaaa:fork"
     );
@@ -318,17 +315,11 @@ fn qwen_code_counts_cached_prompts_forks_and_subagents_once() {
     let fork = "qwen-code-session:c0ffee00-1111-4222-8333-444455556666";
     // The copied response is the first session's; the fork owns only its own.
     assert_eq!(
-        owned(
-            "SELECT group_concat(session_id || '=' || n, ' ') FROM
-             (SELECT session_id, COUNT(*) AS n FROM usage GROUP BY session_id ORDER BY session_id)"
-        ),
+        responses_by_session(&conn),
         format!("{main}=3 {main}/agent-7e1f=1 {fork}=1")
     );
     assert_eq!(
-        owned(
-            "SELECT group_concat(session_id || '<' || parent_session_id || ':' || branch_type, ' ')
-             FROM (SELECT * FROM sessions WHERE parent_session_id IS NOT NULL ORDER BY session_id)"
-        ),
+        children(&conn),
         format!("{main}/agent-7e1f<{main}:subagent {fork}<{main}:fork")
     );
     assert_eq!(
@@ -520,19 +511,10 @@ fn kimi_cli_counts_each_step_once_and_a_subagents_steps_in_its_own_log() {
     let owned = |sql: &str| crate::support::text(&conn, sql, []);
     let main = "kimi-cli-session:3f2b8c1e-6a4d-4e2f-9b1a-7c5d0e9f1a22";
     assert_eq!(
-        owned(
-            "SELECT group_concat(session_id || '=' || n, ' ') FROM
-             (SELECT session_id, COUNT(*) AS n FROM usage GROUP BY session_id ORDER BY session_id)"
-        ),
+        responses_by_session(&conn),
         format!("{main}=3 {main}/a1b2c3d4=1")
     );
-    assert_eq!(
-        owned(
-            "SELECT group_concat(session_id || '<' || parent_session_id || ':' || branch_type, ' ')
-             FROM sessions WHERE parent_session_id IS NOT NULL"
-        ),
-        format!("{main}/a1b2c3d4<{main}:subagent")
-    );
+    assert_eq!(children(&conn), format!("{main}/a1b2c3d4<{main}:subagent"));
     // The turn as Kimi CLI showed it: the prompt, three steps (thinking and a shell call; the
     // agent call; the answer) and the two tool results between them.
     assert_eq!(
@@ -596,4 +578,24 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), &dest).unwrap();
         }
     }
+}
+
+/// Each session with a parent, as `child<parent:branch_type`, in session id order.
+fn children(conn: &rusqlite::Connection) -> String {
+    crate::support::text(
+        conn,
+        "SELECT group_concat(session_id || '<' || parent_session_id || ':' || branch_type, ' ')
+         FROM (SELECT * FROM sessions WHERE parent_session_id IS NOT NULL ORDER BY session_id)",
+        [],
+    )
+}
+
+/// The responses each session owns, as `session=count`, in session id order.
+fn responses_by_session(conn: &rusqlite::Connection) -> String {
+    crate::support::text(
+        conn,
+        "SELECT group_concat(session_id || '=' || n, ' ') FROM
+         (SELECT session_id, COUNT(*) AS n FROM usage GROUP BY session_id ORDER BY session_id)",
+        [],
+    )
 }

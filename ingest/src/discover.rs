@@ -29,18 +29,10 @@ pub fn default_roots() -> Vec<PathBuf> {
         },
         None => home.as_ref().map(|h| h.join(".pi").join("agent")),
     };
-    let qwen = ["QWEN_RUNTIME_DIR", "QWEN_HOME"]
-        .into_iter()
-        .find_map(|v| {
-            std::env::var_os(v)
-                .filter(|d| !d.is_empty())
-                .map(PathBuf::from)
-        })
+    let qwen = env_dir("QWEN_RUNTIME_DIR")
+        .or_else(|| env_dir("QWEN_HOME"))
         .or_else(|| home.as_ref().map(|h| h.join(".qwen")));
-    let kimi = std::env::var_os("KIMI_SHARE_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".kimi")));
+    let kimi = env_dir("KIMI_SHARE_DIR").or_else(|| home.as_ref().map(|h| h.join(".kimi")));
     [
         claude.map(|c| c.join("projects")),
         codex.map(|c| c.join("sessions")),
@@ -53,6 +45,13 @@ pub fn default_roots() -> Vec<PathBuf> {
     .flatten()
     .filter(|p| p.is_dir())
     .collect()
+}
+
+/// The folder an environment variable names, when it is set and not empty.
+fn env_dir(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
 }
 
 /// A candidate input file, or a path that could not be read.
