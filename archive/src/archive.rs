@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use crate::schema::{MIGRATIONS, SCHEMA_VERSION};
+use crate::schema::{MIGRATIONS, SCHEMA_VERSION, key_hash};
 
 /// What can go wrong opening or reading an archive.
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +96,7 @@ impl Archive {
             .map_err(open_err)?;
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(open_err)?;
+        register_key_hash(&conn).map_err(open_err)?;
         let mut archive = Archive {
             conn,
             path: path.to_path_buf(),
@@ -247,6 +248,22 @@ pub fn bump_generation(conn: &Connection) -> Result<i64, ArchiveError> {
     Ok(next)
 }
 
+/// Registers [`crate::schema::KEY_HASH_FUNCTION`] (a response key's [`key_hash`]; NULL hashes
+/// as the empty key) on `conn`.
+fn register_key_hash(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    conn.create_scalar_function(
+        crate::schema::KEY_HASH_FUNCTION,
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            Ok(key_hash(
+                ctx.get::<Option<String>>(0)?.as_deref().unwrap_or(""),
+            ))
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -278,6 +295,86 @@ mod tests {
         }
         let archive = Archive::open(&path).unwrap();
         assert_eq!(archive.generation().unwrap(), 2);
+    }
+
+    #[test]
+    fn the_key_hash_is_blake3s_first_eight_bytes() {
+        // BLAKE3 of the empty input is af1349b9f5f9a1a6...: the archive stores these bytes.
+        assert_eq!(
+            key_hash(""),
+            i64::from_le_bytes([0xaf, 0x13, 0x49, 0xb9, 0xf5, 0xf9, 0xa1, 0xa6])
+        );
+        assert_ne!(key_hash("claude:msg_1"), key_hash("claude:msg_2"));
+    }
+
+    #[test]
+    fn version_9_keeps_every_usage_row_and_hashes_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("archive.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            for migration in &MIGRATIONS[..8] {
+                conn.execute_batch(migration).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 8).unwrap();
+            conn.execute_batch(
+                "INSERT INTO usage_records (session_id, response_key, recorded_via, input_tokens,
+                     output_tokens, cache_read_tokens, cache_write_tokens, cache_write_5m_tokens,
+                     cache_write_1h_tokens, seq)
+                 VALUES ('a', 'claude:m1', 'transcript', 1, 2, 3, 4, 4, 0, 0),
+                        ('b', 'claude:m1', 'transcript', 1, 5, 3, 4, 4, 0, 0),
+                        ('b', 'claude:m2', 'progress', 7, 8, 9, 10, 6, 4, 1);
+                 INSERT INTO usage (session_id, response_key, recorded_via, record_count,
+                     input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                     cache_write_5m_tokens, cache_write_1h_tokens)
+                 VALUES ('a', 'claude:m1', 'transcript', 2, 1, 5, 3, 4, 4, 0),
+                        ('b', 'claude:m2', 'progress', 1, 7, 8, 9, 10, 6, 4);",
+            )
+            .unwrap();
+        }
+        let archive = Archive::open(&path).unwrap();
+        let conn = archive.conn();
+        let rows = |sql: &str| -> Vec<(String, String, i64, i64)> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let m1 = key_hash("claude:m1");
+        let m2 = key_hash("claude:m2");
+        assert_eq!(
+            rows(
+                "SELECT session_id, response_key, output_tokens, key_hash FROM usage_records
+                  ORDER BY session_id, seq"
+            ),
+            vec![
+                ("a".into(), "claude:m1".into(), 2, m1),
+                ("b".into(), "claude:m1".into(), 5, m1),
+                ("b".into(), "claude:m2".into(), 8, m2),
+            ]
+        );
+        assert_eq!(
+            rows(
+                "SELECT session_id, response_key, record_count, key_hash FROM usage
+                  ORDER BY response_key"
+            ),
+            vec![
+                ("a".into(), "claude:m1".into(), 2, m1),
+                ("b".into(), "claude:m2".into(), 1, m2),
+            ]
+        );
+        // A session still records a response once per kind.
+        assert!(
+            conn.execute(
+                "INSERT INTO usage_records (session_id, response_key, recorded_via, input_tokens,
+                     output_tokens, cache_read_tokens, cache_write_tokens, cache_write_5m_tokens,
+                     cache_write_1h_tokens, seq, key_hash)
+                 VALUES ('a', 'claude:m1', 'transcript', 0, 0, 0, 0, 0, 0, 5, ?1)",
+                [m1],
+            )
+            .is_err()
+        );
     }
 
     #[test]

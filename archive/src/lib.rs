@@ -16,5 +16,5 @@ pub use archive::{Archive, ArchiveError, TableInfo, bump_generation, read_genera
 pub use schema::{
     AFFECTED_TABLES, NOTE_SESSION_PARTITION, RECORD_SESSION_CHANGE, RECORD_WHOLE_TABLE_CHANGE,
     RESOLVE_USAGE, SCHEMA_VERSION, SNAPSHOT_PARTITION, StatementError, WHOLE_TABLE_PARTITION,
-    fulltext_insert_statement, insert_statement, upsert_statement,
+    fulltext_insert_statement, insert_statement, key_hash, upsert_statement,
 };

@@ -9,7 +9,7 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -21,7 +21,97 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_6,
     MIGRATION_7,
     MIGRATION_8,
+    MIGRATION_9,
 ];
+
+/// Version 9: responses looked up by a 64-bit hash of their key (issue 31). Resolving a
+/// batch's usage looks each of its responses up in `usage_records` and `usage` several times;
+/// by the text key those were probes into indexes of long random strings (about 120 bytes an
+/// entry, 0.8 GB at nine million messages) that slowed every ingest as the archive grew.
+/// `key_hash` ([`key_hash`]) is what both tables are now searched by (an index entry of about
+/// 16 bytes), the text compared only on the rows it finds. `usage_records` becomes a rowid
+/// table (its rows append in arrival order; a record is still unique per session, key and
+/// kind), and `usage` keeps no index on the text key.
+const MIGRATION_9: &str = r#"
+CREATE TABLE usage_records_v9 (
+    session_id             TEXT NOT NULL,
+    response_key           TEXT NOT NULL,
+    recorded_via           TEXT NOT NULL,
+    subagent_session_id    TEXT,
+    message_id             TEXT,
+    request_id             TEXT,
+    model                  TEXT,
+    input_tokens           INTEGER NOT NULL,
+    output_tokens          INTEGER NOT NULL,
+    reasoning_tokens       INTEGER,
+    cache_read_tokens      INTEGER NOT NULL,
+    cache_write_tokens     INTEGER NOT NULL,
+    cache_write_5m_tokens  INTEGER NOT NULL,
+    cache_write_1h_tokens  INTEGER NOT NULL,
+    occurred_at_ms         INTEGER,
+    turn_id                TEXT,
+    turn_committed         INTEGER,
+    seq                    INTEGER NOT NULL,
+    key_hash               INTEGER NOT NULL
+);
+INSERT INTO usage_records_v9
+    SELECT session_id, response_key, recorded_via, subagent_session_id, message_id, request_id,
+           model, input_tokens, output_tokens, reasoning_tokens, cache_read_tokens,
+           cache_write_tokens, cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms,
+           turn_id, turn_committed, seq, quarry_key_hash(response_key)
+    FROM usage_records;
+DROP TABLE usage_records;
+ALTER TABLE usage_records_v9 RENAME TO usage_records;
+CREATE UNIQUE INDEX usage_records_record ON usage_records (session_id, response_key, recorded_via);
+CREATE INDEX usage_records_key ON usage_records (key_hash);
+CREATE INDEX usage_records_subagent ON usage_records (subagent_session_id)
+    WHERE subagent_session_id IS NOT NULL;
+
+CREATE TABLE usage_v9 (
+    session_id             TEXT NOT NULL,
+    response_key           TEXT,
+    message_id             TEXT,
+    request_id             TEXT,
+    model                  TEXT,
+    input_tokens           INTEGER NOT NULL,
+    output_tokens          INTEGER NOT NULL,
+    reasoning_tokens       INTEGER,
+    cache_read_tokens      INTEGER NOT NULL,
+    cache_write_tokens     INTEGER NOT NULL,
+    cache_write_5m_tokens  INTEGER NOT NULL,
+    cache_write_1h_tokens  INTEGER NOT NULL,
+    occurred_at_ms         INTEGER,
+    turn_id                TEXT,
+    turn_committed         INTEGER,
+    recorded_via           TEXT NOT NULL,
+    record_count           INTEGER NOT NULL,
+    key_hash               INTEGER NOT NULL
+);
+INSERT INTO usage_v9
+    SELECT session_id, response_key, message_id, request_id, model, input_tokens, output_tokens,
+           reasoning_tokens, cache_read_tokens, cache_write_tokens, cache_write_5m_tokens,
+           cache_write_1h_tokens, occurred_at_ms, turn_id, turn_committed, recorded_via,
+           record_count, quarry_key_hash(response_key)
+    FROM usage ORDER BY rowid;
+DROP TABLE usage;
+ALTER TABLE usage_v9 RENAME TO usage;
+CREATE INDEX usage_session ON usage (session_id);
+CREATE INDEX usage_key ON usage (key_hash);
+"#;
+
+/// The 64-bit hash `usage.key_hash` and `usage_records.key_hash` hold for a response key: the
+/// first eight bytes of its BLAKE3 hash, little-endian. Fixed forever (archives store it);
+/// lookups compare the key itself too, so two keys with one hash stay apart.
+pub fn key_hash(key: &str) -> i64 {
+    let hash = blake3::hash(key.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash.as_bytes()[..8]);
+    i64::from_le_bytes(first)
+}
+
+/// The SQL function computing [`key_hash`], registered on every connection [`crate::Archive`]
+/// opens (the migration to version 9 fills the column with it).
+pub const KEY_HASH_FUNCTION: &str = "quarry_key_hash";
 
 /// Version 7: a turn's duration, `turns.duration_ms`: from its prompt to its completion
 /// (`completed_at_ms - started_at_ms`), what the dashboards' response durations read.
@@ -548,10 +638,10 @@ INSERT INTO meta (key, value) SELECT 'rederive', 'pending' WHERE EXISTS (SELECT 
 /// response keys whose `usage` row must be resolved again, and sessions whose token sums must be
 /// summed again whether or not they own one of those keys (a session just written).
 pub const AFFECTED_TABLES: &[&str] = &[
-    "CREATE TEMP TABLE IF NOT EXISTS affected_keys (key TEXT PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS affected_keys (key TEXT PRIMARY KEY, hash INTEGER NOT NULL)",
     "CREATE TEMP TABLE IF NOT EXISTS affected_sessions (session_id TEXT PRIMARY KEY)",
     "CREATE TEMP TABLE IF NOT EXISTS affected_partitions (partition TEXT PRIMARY KEY)",
-    "CREATE TEMP TABLE IF NOT EXISTS shared_keys (key TEXT PRIMARY KEY)",
+    "CREATE TEMP TABLE IF NOT EXISTS shared_keys (key TEXT PRIMARY KEY, hash INTEGER NOT NULL)",
     "DELETE FROM temp.affected_keys",
     "DELETE FROM temp.affected_sessions",
     "DELETE FROM temp.affected_partitions",
@@ -566,7 +656,7 @@ macro_rules! resolve_usage_from {
             "INSERT OR IGNORE INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
                                     output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
                                     cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
-                                    turn_committed, recorded_via, record_count)
+                                    turn_committed, recorded_via, record_count, key_hash)
                  SELECT owner, response_key,
                         CASE WHEN owner = session_id THEN message_id END, request_id, model,
                         max_input, max_output, max_reasoning, max_cache_read, max_cache_write,
@@ -574,7 +664,7 @@ macro_rules! resolve_usage_from {
                         occurred_at_ms,
                         CASE WHEN owner = session_id THEN turn_id END,
                         CASE WHEN owner = session_id THEN turn_committed END,
-                        recorded_via, record_count
+                        recorded_via, record_count, key_hash
              FROM (
                  SELECT q.*,
                         CASE WHEN q.recorded_via = 'progress' AND q.subagent_session_id IS NOT NULL
@@ -589,6 +679,12 @@ macro_rules! resolve_usage_from {
     };
 }
 
+/// Lists the sessions owning a `usage` row of a key in `temp.affected_keys` (before the rows
+/// are resolved again, and after).
+const AFFECTED_OWNERS: &str = "INSERT OR IGNORE INTO temp.affected_sessions
+     SELECT u.session_id FROM temp.affected_keys k
+     CROSS JOIN usage u ON u.key_hash = k.hash AND u.response_key = k.key";
+
 /// Re-resolves the `usage` rows of every key in `temp.affected_keys` from `usage_records`, and
 /// the token sums of every session that owned or now owns one of them (plus the sessions listed
 /// in `temp.affected_sessions`). The rule (docs/accounting.md): one row per response key; the
@@ -600,22 +696,24 @@ macro_rules! resolve_usage_from {
 /// value is a MAX or SUM of NOT NULL columns) so that no statement journal opens: FTS5 flushes
 /// its pending index at each one.
 pub const RESOLVE_USAGE: &[&str] = &[
-    "INSERT OR IGNORE INTO temp.affected_sessions
-         SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
-    "DELETE FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
+    AFFECTED_OWNERS,
+    "DELETE FROM usage WHERE rowid IN (SELECT u.rowid FROM temp.affected_keys k
+                                       CROSS JOIN usage u ON u.key_hash = k.hash AND u.response_key = k.key)",
     // Keys with more than one record go through the window below; the rest (most keys: a
     // response one transcript recorded) are their one record.
     "INSERT OR IGNORE INTO temp.shared_keys
-         SELECT key FROM temp.affected_keys k
+         SELECT key, hash FROM temp.affected_keys k
          WHERE (SELECT COUNT(*) FROM (SELECT 1 FROM usage_records o
-                                      WHERE o.response_key = k.key LIMIT 2)) = 2",
+                                      WHERE o.key_hash = k.hash AND o.response_key = k.key
+                                      LIMIT 2)) = 2",
     resolve_usage_from!(
         "SELECT r.*, 1 AS rank,
                 r.input_tokens AS max_input, r.output_tokens AS max_output,
                 r.reasoning_tokens AS max_reasoning, r.cache_read_tokens AS max_cache_read,
                 r.cache_write_tokens AS max_cache_write,
                 r.cache_write_1h_tokens AS max_cache_write_1h, 1 AS record_count
-         FROM temp.affected_keys k CROSS JOIN usage_records r ON r.response_key = k.key
+         FROM temp.affected_keys k
+         CROSS JOIN usage_records r ON r.key_hash = k.hash AND r.response_key = k.key
          WHERE k.key NOT IN (SELECT key FROM temp.shared_keys)"
     ),
     resolve_usage_from!(
@@ -630,12 +728,12 @@ pub const RESOLVE_USAGE: &[&str] = &[
                 MAX(r.cache_write_tokens) OVER k AS max_cache_write,
                 MAX(r.cache_write_1h_tokens) OVER k AS max_cache_write_1h,
                 COUNT(*) OVER k AS record_count
-         FROM usage_records r LEFT JOIN sessions s ON s.session_id = r.session_id
-         WHERE r.response_key IN (SELECT key FROM temp.shared_keys)
+         FROM temp.shared_keys k
+         CROSS JOIN usage_records r ON r.key_hash = k.hash AND r.response_key = k.key
+         LEFT JOIN sessions s ON s.session_id = r.session_id
          WINDOW k AS (PARTITION BY r.response_key)"
     ),
-    "INSERT OR IGNORE INTO temp.affected_sessions
-         SELECT session_id FROM usage WHERE response_key IN (SELECT key FROM temp.affected_keys)",
+    AFFECTED_OWNERS,
     // Continuations: a session whose transcript replays responses another session recorded
     // (a resumed or forked session: the same response ids) continues the session holding the
     // latest of them that came before it: started earlier, or at the same time (a resumed
@@ -643,8 +741,9 @@ pub const RESOLVE_USAGE: &[&str] = &[
     // the links form no cycle. Only sessions whose source names no parent are linked so; each holder of a touched
     // response is looked at again.
     "INSERT OR IGNORE INTO temp.affected_sessions
-         SELECT session_id FROM usage_records
-         WHERE response_key IN (SELECT key FROM temp.affected_keys) AND recorded_via = 'transcript'",
+         SELECT r.session_id FROM temp.affected_keys k
+         CROSS JOIN usage_records r ON r.key_hash = k.hash AND r.response_key = k.key
+         WHERE r.recorded_via = 'transcript'",
     "UPDATE OR IGNORE sessions SET parent_session_id = c.parent,
             root_session_id = COALESCE(
                 (SELECT COALESCE(p.root_session_id, p.session_id) FROM sessions p
@@ -652,7 +751,8 @@ pub const RESOLVE_USAGE: &[&str] = &[
             branch_type = CASE WHEN c.parent IS NULL THEN NULL ELSE 'continuation' END
      FROM (SELECT a.session_id AS id,
                   (SELECT o.session_id FROM usage_records r
-                   JOIN usage_records o ON o.response_key = r.response_key
+                   JOIN usage_records o ON o.key_hash = r.key_hash
+                        AND o.response_key = r.response_key
                         AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
                    JOIN sessions t ON t.session_id = o.session_id
                    JOIN sessions s ON s.session_id = r.session_id

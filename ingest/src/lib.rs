@@ -183,7 +183,15 @@ pub fn ingest_reporting(
     // Every statement a file's write runs (one INSERT per table, the usage resolution, the
     // bookkeeping) stays prepared: rusqlite's default cache of 16 would re-prepare them.
     archive.conn().set_prepared_statement_cache_capacity(64);
-    let cache_size = tune_for_ingest(archive.conn())?;
+    let archive_bytes = ["", "-wal"]
+        .iter()
+        .filter_map(|suffix| {
+            let mut path = archive.path().as_os_str().to_owned();
+            path.push(suffix);
+            std::fs::metadata(path).ok().map(|m| m.len())
+        })
+        .sum();
+    let cache_size = tune_for_ingest(archive.conn(), cache_bytes(archive_bytes, total_bytes))?;
     store::prepare(archive.conn())?;
     if reindex::pending(archive.conn())? {
         summary.rederived = Some(reindex::reindex(archive.conn())?);
@@ -287,15 +295,16 @@ pub fn ingest_reporting(
 }
 
 /// Page cache and full-text buffer sized to an ingest's work. A batch's dirty pages and the
-/// index pages it touches stay in memory until it commits (1 GiB of cache, allocated only as
-/// used; past it SQLite spills pages to the WAL mid-transaction and writes them again). FTS5
+/// index pages it touches stay in memory until it commits (`cache` bytes, [`cache_bytes`],
+/// allocated only as used; past it SQLite spills pages to the WAL mid-transaction and writes
+/// them again). FTS5
 /// flushes the terms it holds into a new index segment whenever they pass its `hashsize`
 /// (1 MiB by default), and every segment is merged again later; at 64 MiB a batch's terms go
 /// out as one segment at its commit. The setting is stored in the archive and read by FTS5
 /// only when the table is opened, so it is written once. Returns the cache size to restore.
-fn tune_for_ingest(conn: &Connection) -> rusqlite::Result<i64> {
+fn tune_for_ingest(conn: &Connection, cache: u64) -> rusqlite::Result<i64> {
     let cache_size: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
-    conn.pragma_update(None, "cache_size", -1_048_576)?;
+    conn.pragma_update(None, "cache_size", -((cache / 1024) as i64))?;
     let hashsize: Option<i64> = conn
         .query_row(
             "SELECT v FROM blocks_fts_config WHERE k = 'hashsize'",
@@ -310,6 +319,29 @@ fn tune_for_ingest(conn: &Connection) -> rusqlite::Result<i64> {
         )?;
     }
     Ok(cache_size)
+}
+
+/// The ingest's page cache for an archive of `archive` bytes taking `input` bytes of source
+/// files: a sixth of the archive it will be (about 3.4 archive bytes per input byte), between
+/// 1 GiB and 4 GiB, and at most a quarter of the memory available (Linux). Each batch's
+/// appended pages stay dirty in the cache until it commits, and every index the batch inserts
+/// into (a session's rows, the response keys, the full-text segments being merged) needs its
+/// pages there too; at a fixed 1 GiB, ten million messages in the archive left too little for
+/// the indexes and each insert read its pages back from the OS (docs/benchmarks.md, "What issue
+/// 31 changed").
+fn cache_bytes(archive: u64, input: u64) -> u64 {
+    const GIB: u64 = 1 << 30;
+    let wanted = (archive + input.saturating_mul(17) / 5) / 6;
+    let available = available_memory().map_or(u64::MAX, |m| m / 4);
+    wanted.clamp(GIB, 4 * GIB).min(available.max(GIB / 4))
+}
+
+/// Memory the system can still give (`MemAvailable` in `/proc/meminfo`), where it says.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// WAL pages after which a commit on the ingest's own connection checkpoints (128 MiB), when
@@ -793,4 +825,25 @@ fn report_empty(name: &str, format: Option<Format>, parsed: &mut ParsedFile) {
 
 fn looks_like_lines(bytes: &[u8]) -> bool {
     bytes.iter().filter(|b| **b == b'\n').take(2).count() >= 2 && bytes.first() == Some(&b'{')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{available_memory, cache_bytes};
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn the_cache_grows_with_the_archive_the_ingest_makes() {
+        let cap = available_memory().map_or(u64::MAX, |m| m / 4).max(GIB / 4);
+        // A million generated messages (855 MB) into a new archive: 2.9 GB, a sixth under 1 GiB.
+        assert_eq!(cache_bytes(0, 855_000_000), GIB.min(cap));
+        // The same into a 26 GB archive: 4.8 GB wanted, 4 GiB at most.
+        assert_eq!(cache_bytes(26_000_000_000, 855_000_000), (4 * GIB).min(cap));
+        // In between, a sixth of the archive it will be.
+        assert_eq!(
+            cache_bytes(12_000_000_000, 0),
+            (12_000_000_000 / 6).min(cap)
+        );
+    }
 }

@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use quarry_archive::schema::FTS_DELETE_SESSION;
 use quarry_archive::{
     AFFECTED_TABLES, NOTE_SESSION_PARTITION, RESOLVE_USAGE, bump_generation,
-    fulltext_insert_statement, insert_statement, upsert_statement,
+    fulltext_insert_statement, insert_statement, key_hash, upsert_statement,
 };
 
 use super::chunks::Chain;
@@ -235,7 +235,7 @@ fn write_continued(
         tx.prepare_cached(
             "INSERT OR IGNORE INTO temp.affected_sessions
              SELECT DISTINCT o.session_id FROM usage_records r
-             JOIN usage_records o ON o.response_key = r.response_key
+             JOIN usage_records o ON o.key_hash = r.key_hash AND o.response_key = r.response_key
                   AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
              WHERE r.session_id = ?1 AND r.recorded_via = 'transcript'",
         )?
@@ -491,9 +491,9 @@ fn mark_affected<'a>(
     tx: &Connection,
     keys: impl Iterator<Item = &'a String>,
 ) -> rusqlite::Result<()> {
-    let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1)")?;
+    let mut stmt = tx.prepare_cached("INSERT OR IGNORE INTO temp.affected_keys VALUES (?1, ?2)")?;
     for key in keys {
-        stmt.execute([key])?;
+        stmt.execute(params![key, key_hash(key)])?;
     }
     Ok(())
 }
@@ -900,7 +900,8 @@ fn insert_session(
             u.occurred_at_ms,
             s.turn_id(u.turn),
             s.turn_committed(u.turn),
-            u.seq
+            u.seq,
+            key_hash(&u.response_key)
         ])?;
     }
     Ok((s.row_count(), cut.map(|_| marks)))

@@ -917,6 +917,16 @@ const SESSION_COST: &[Column] = &[opt(
     "estimated cost in USD: the sum of `usage.cost_usd` over the responses the session owns; NULL when one of them has no price, 0 when it owns none",
 )];
 
+/// The hash the archive looks a response up by (bookkeeping, admin only).
+const KEY_HASH: Column = Column {
+    visibility: AdminOnly,
+    ..req(
+        "key_hash",
+        Integer,
+        "what the archive looks the response up by: the first 8 bytes of the BLAKE3 hash of `response_key`, little-endian (bookkeeping)",
+    )
+};
+
 const USAGE: Table = Table {
     name: "usage",
     doc: "one billed model response, counted once across the whole archive (see docs/accounting.md)",
@@ -984,6 +994,7 @@ const USAGE: Table = Table {
             Integer,
             "how many records carry the response across the archive, one per session and kind (1 unless replayed, resumed, forked, copied or streamed into a parent)",
         ),
+        KEY_HASH,
     ],
     key: &["response_key"],
     session_key: Some("session_id"),
@@ -1032,6 +1043,7 @@ const USAGE_RECORDS: Table = Table {
         opt("turn_id", Text, "this session's turn"),
         opt("turn_committed", Boolean, "whether that turn is committed"),
         req("seq", Integer, "order within the session"),
+        KEY_HASH,
     ],
     key: &["session_id", "response_key", "recorded_via"],
     session_key: Some("session_id"),
