@@ -17,6 +17,10 @@
 # MB/s, peak RSS MB (of the command that read it), archive MB, archive bytes per message.
 # Needs about 3 KB of disk per message (29 GB at ten million), plus the JSONL (0.85 GB per
 # million; with --one, all of it at once).
+#
+# QUARRY_DROP_CACHES=1 empties the OS page cache before each timed command (needs root:
+# /proc/sys/vm/drop_caches), so every command starts cold: past the machine's memory (a ten
+# million archive is 29 GB) a command's time otherwise depends on what ran before it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${QUARRY_BIN:-${CARGO_TARGET_DIR:-target}/release/quarry}
@@ -27,6 +31,14 @@ chunks=${1:-10}
 messages=${2:-1000000}
 work=$(mktemp -d "${QUARRY_BENCH_DIR:-${TMPDIR:-/tmp}}/quarry-growth-XXXXXX")
 trap 'rm -rf "$work"' EXIT
+cold() { # empties the OS page cache when asked to (QUARRY_DROP_CACHES=1)
+  [ "${QUARRY_DROP_CACHES:-}" = 1 ] || return 0
+  sync
+  if ! echo 3 2> /dev/null > /proc/sys/vm/drop_caches; then
+    echo "QUARRY_DROP_CACHES=1: cannot write /proc/sys/vm/drop_caches (not root?)" >&2
+    exit 1
+  fi
+}
 printf '%-12s %10s %8s %8s %12s %11s %9s\n' messages input_MB seconds MB/s peak_RSS_MB archive_MB B/message
 if [ -n "$one" ]; then
   dirs=()
@@ -35,6 +47,7 @@ if [ -n "$one" ]; then
     dirs+=("$work/gen-$k")
     du -sb --apparent-size "$work/gen-$k" | cut -f1 >> "$work/sizes"
   done
+  cold
   /usr/bin/time -f '%e %M' -o "$work/time" "$bin" --archive "$work/archive.db" --format json \
     ingest --progress-lines "${dirs[@]}" > "$work/summary.json" 2> "$work/progress"
   rm -rf "${dirs[@]}"
@@ -83,6 +96,7 @@ last=$chunks
 for k in $(seq "$first" "$last"); do
   corpus="$work/gen-$k"
   "$bin" gen --lean --messages "$messages" --seed "$k" --out "$corpus" >/dev/null
+  cold
   /usr/bin/time -f '%e %M' -o "$work/time" "$bin" --archive "$work/archive.db" --format json \
     ingest --no-progress "$corpus" > "$work/summary.json"
   rm -rf "$corpus"
