@@ -191,8 +191,9 @@ pub fn ingest_reporting(
             std::fs::metadata(path).ok().map(|m| m.len())
         })
         .sum();
-    let cache_size = tune_for_ingest(archive.conn(), cache_bytes(archive_bytes, total_bytes))?;
+    // The temporary tables first: `tune_for_ingest` sizes their cache.
     store::prepare(archive.conn())?;
+    let cache_sizes = tune_for_ingest(archive.conn(), cache_bytes(archive_bytes, total_bytes))?;
     if reindex::pending(archive.conn())? {
         summary.rederived = Some(reindex::reindex(archive.conn())?);
     }
@@ -278,12 +279,7 @@ pub fn ingest_reporting(
     // Waits for the last checkpoint; later writes on this connection checkpoint themselves, in
     // the page cache the connection had (a watch keeps its connection for days).
     drop(writer);
-    archive
-        .conn()
-        .pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
-    archive
-        .conn()
-        .pragma_update(None, "cache_size", cache_size)?;
+    restore_after_ingest(archive.conn(), cache_sizes)?;
     if let Some(e) = write_error {
         return Err(IngestError::Sqlite(e));
     }
@@ -301,10 +297,15 @@ pub fn ingest_reporting(
 /// flushes the terms it holds into a new index segment whenever they pass its `hashsize`
 /// (1 MiB by default), and every segment is merged again later; at 64 MiB a batch's terms go
 /// out as one segment at its commit. The setting is stored in the archive and read by FTS5
-/// only when the table is opened, so it is written once. Returns the cache size to restore.
-fn tune_for_ingest(conn: &Connection, cache: u64) -> rusqlite::Result<i64> {
+/// only when the table is opened, so it is written once. The temporary tables of the usage
+/// resolution (a batch's response keys and sessions, tens of MB) get the same cache: in
+/// SQLite's default 2 MB they went to a temporary file and back, 18 GB each way over a first
+/// million messages. Returns the cache sizes to restore ([`restore_after_ingest`]).
+fn tune_for_ingest(conn: &Connection, cache: u64) -> rusqlite::Result<(i64, i64)> {
     let cache_size: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
+    let temp_cache_size: i64 = conn.pragma_query_value(Some("temp"), "cache_size", |r| r.get(0))?;
     conn.pragma_update(None, "cache_size", -((cache / 1024) as i64))?;
+    conn.pragma_update(Some("temp"), "cache_size", -((cache / 1024) as i64))?;
     let hashsize: Option<i64> = conn
         .query_row(
             "SELECT v FROM blocks_fts_config WHERE k = 'hashsize'",
@@ -318,7 +319,18 @@ fn tune_for_ingest(conn: &Connection, cache: u64) -> rusqlite::Result<i64> {
             [FTS_HASHSIZE],
         )?;
     }
-    Ok(cache_size)
+    Ok((cache_size, temp_cache_size))
+}
+
+/// Gives the connection back the cache sizes [`tune_for_ingest`] replaced (a watch keeps its
+/// connection for days).
+fn restore_after_ingest(
+    conn: &Connection,
+    (cache, temp_cache): (i64, i64),
+) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT)?;
+    conn.pragma_update(None, "cache_size", cache)?;
+    conn.pragma_update(Some("temp"), "cache_size", temp_cache)
 }
 
 /// The ingest's page cache for an archive of `archive` bytes taking `input` bytes of source
@@ -828,8 +840,9 @@ fn looks_like_lines(bytes: &[u8]) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::{available_memory, cache_bytes};
+    use super::{available_memory, cache_bytes, restore_after_ingest, store, tune_for_ingest};
 
     const GIB: u64 = 1 << 30;
 
@@ -845,5 +858,25 @@ mod tests {
             cache_bytes(12_000_000_000, 0),
             (12_000_000_000 / 6).min(cap)
         );
+    }
+
+    #[test]
+    fn the_usage_resolutions_temporary_tables_share_the_ingest_cache_and_give_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = quarry_archive::Archive::open(&dir.path().join("a.db")).unwrap();
+        let conn = archive.conn();
+        let cache = |schema| -> i64 {
+            conn.pragma_query_value(Some(schema), "cache_size", |r| r.get(0))
+                .unwrap()
+        };
+        store::prepare(conn).unwrap();
+        let before = (cache("main"), cache("temp"));
+        let saved = tune_for_ingest(conn, GIB).unwrap();
+        assert_eq!(saved, before);
+        // 1 GiB in KiB, for the archive's pages and for the temporary tables' (SQLite's default
+        // of 2 MB sent a batch's response keys to a temporary file and back).
+        assert_eq!((cache("main"), cache("temp")), (-1_048_576, -1_048_576));
+        restore_after_ingest(conn, saved).unwrap();
+        assert_eq!((cache("main"), cache("temp")), before);
     }
 }
