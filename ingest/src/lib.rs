@@ -304,8 +304,9 @@ pub fn ingest_reporting(
 fn tune_for_ingest(conn: &Connection, cache: u64) -> rusqlite::Result<(i64, i64)> {
     let cache_size: i64 = conn.pragma_query_value(None, "cache_size", |r| r.get(0))?;
     let temp_cache_size: i64 = conn.pragma_query_value(Some("temp"), "cache_size", |r| r.get(0))?;
-    conn.pragma_update(None, "cache_size", -((cache / 1024) as i64))?;
-    conn.pragma_update(Some("temp"), "cache_size", -((cache / 1024) as i64))?;
+    let kib = -((cache / 1024) as i64);
+    conn.pragma_update(None, "cache_size", kib)?;
+    conn.pragma_update(Some("temp"), "cache_size", kib)?;
     let hashsize: Option<i64> = conn
         .query_row(
             "SELECT v FROM blocks_fts_config WHERE k = 'hashsize'",
