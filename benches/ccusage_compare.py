@@ -6,9 +6,10 @@ ccusage's `daily --json --by-agent` report with quarry's usage per model and day
                                                 HOME/claude/projects/... and HOME/codex/sessions/...,
                                                 the pi sessions of tests/fixtures/agents/pi into
                                                 HOME/.pi/agent/sessions/--fixtures--/, and the
-                                                Qwen Code and Kimi CLI trees of
-                                                tests/fixtures/agents/{qwen,kimi} into
-                                                HOME/.qwen/ and HOME/.kimi/
+                                                Qwen Code, Kimi CLI and Copilot CLI
+                                                trees of tests/fixtures/agents/
+                                                {qwen,kimi,copilot} into HOME/.qwen/,
+                                                HOME/.kimi/ and HOME/.copilot/
   ccusage_compare.py compare CCUSAGE.json QUARRY.json [QUARRY_VIA.json]
                                                 print the comparison tables
 
@@ -34,6 +35,7 @@ AGENT_OF_ORIGIN = {
     "pi-session": "pi",
     "qwen-code-session": "qwen",
     "kimi-cli-session": "kimi",
+    "copilot-cli-session": "copilot",
 }
 # The session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and where
 # the agent keeps its contents under HOME (subfolders kept).
@@ -41,6 +43,7 @@ AGENT_FIXTURES = [
     ("pi", Path(".pi/agent/sessions/--fixtures--")),
     ("qwen", Path(".qwen")),
     ("kimi", Path(".kimi")),
+    ("copilot", Path(".copilot")),
 ]
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agents"
 

@@ -34,6 +34,18 @@ fn usage_by_model(conn: &rusqlite::Connection) -> BTreeMap<String, [i64; 5]> {
     .unwrap()
 }
 
+/// The archive's usage by model is `want` (figures worked out by hand), and so is the
+/// independent reading of the raw files.
+fn assert_usage(
+    conn: &rusqlite::Connection,
+    want: &[(&str, [i64; 5])],
+    oracle: BTreeMap<String, [i64; 5]>,
+) {
+    let want: BTreeMap<String, [i64; 5]> = want.iter().map(|(m, f)| (m.to_string(), *f)).collect();
+    assert_eq!(usage_by_model(conn), want);
+    assert_eq!(want, oracle);
+}
+
 /// The pi traps, worked out by hand from `pi-traps/`: the fork `f0000002` copies four entries
 /// of `p0000001` (responses a1 and a2), adds a7 (OpenAI, `responseId`) and a shell command the
 /// user ran; `p0000001` also holds a3 (an abandoned branch beside a2: billed), a4 (aborted, all
@@ -194,15 +206,7 @@ fn pi_damaged_files_keep_their_good_records() {
         .unwrap()
         .replacen("f0000002-bbbb", "f0000003-cccc", 1);
     let mut fork = fork.into_bytes();
-    let third = fork
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| **b == b'\n')
-        .nth(1)
-        .unwrap()
-        .0
-        + 20;
-    fork[third] = 0;
+    put_nul(&mut fork, 3, 20);
     std::fs::write(
         damaged.join("2026-01-01T11-00-00-000Z_f0000003-cccc.jsonl"),
         fork,
@@ -210,19 +214,9 @@ fn pi_damaged_files_keep_their_good_records() {
     .unwrap();
     let db = dir.path().join("a.db");
     let summary = ingest(&db, &[&damaged]);
-    let mut lines: Vec<(String, i64)> = summary["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            let file = d["file"].as_str().unwrap();
-            (
-                file[file.rfind('_').unwrap() + 1..].to_string(),
-                d["line"].as_i64().unwrap(),
-            )
-        })
-        .collect();
-    lines.sort();
+    let lines = diagnosed_lines(&summary, |file| {
+        file[file.rfind('_').unwrap() + 1..].to_string()
+    });
     assert_eq!(
         lines,
         vec![
@@ -292,24 +286,23 @@ fn qwen_code_counts_cached_prompts_forks_and_subagents_once() {
     );
     assert_one_diagnostic(&summary, "agent-7e1f.jsonl", 4);
     let conn = open(&db);
-    let want: BTreeMap<String, [i64; 5]> = [
-        ("", [1, 1000 - 400, 1080 - 1000, 400, 0]),
-        (
-            "qwen3-coder-plus",
-            [
-                4,
-                14210 + (14689 - 14080) + 2210 + (3000 - 2900),
-                186 + 95 + 140 + 20,
-                14080 + 2900,
-                0,
-            ],
-        ),
-    ]
-    .into_iter()
-    .map(|(m, f)| (m.to_string(), f))
-    .collect();
-    assert_eq!(usage_by_model(&conn), want);
-    assert_eq!(want, crate::oracle::qwen(&fixtures("qwen")));
+    assert_usage(
+        &conn,
+        &[
+            ("", [1, 1000 - 400, 1080 - 1000, 400, 0]),
+            (
+                "qwen3-coder-plus",
+                [
+                    4,
+                    14210 + (14689 - 14080) + 2210 + (3000 - 2900),
+                    186 + 95 + 140 + 20,
+                    14080 + 2900,
+                    0,
+                ],
+            ),
+        ],
+        crate::oracle::qwen(&fixtures("qwen")),
+    );
     let owned = |sql: &str| crate::support::text(&conn, sql, []);
     let main = "qwen-code-session:3f6c2a1e-8b4d-4c7a-9e21-5d0f7b9a4c13";
     let fork = "qwen-code-session:c0ffee00-1111-4222-8333-444455556666";
@@ -446,6 +439,7 @@ fn ingest_discovered(dir: &Path, home: &Path, vars: &[(&str, PathBuf)]) -> serde
         .env_remove("QWEN_HOME")
         .env_remove("QWEN_RUNTIME_DIR")
         .env_remove("KIMI_SHARE_DIR")
+        .env_remove("COPILOT_HOME")
         .env("HOME", home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("CODEX_HOME", home.join(".codex"));
@@ -518,10 +512,7 @@ fn kimi_cli_counts_each_step_once_and_a_subagents_steps_in_its_own_log() {
     // The turn as Kimi CLI showed it: the prompt, three steps (thinking and a shell call; the
     // agent call; the answer) and the two tool results between them.
     assert_eq!(
-        owned(&format!(
-            "SELECT group_concat(role, ' ') FROM (SELECT role FROM messages
-             WHERE session_id = '{main}' ORDER BY position)"
-        )),
+        roles(&conn, main),
         "user assistant tool assistant tool assistant"
     );
     assert_eq!(
@@ -545,26 +536,237 @@ fn kimi_cli_counts_each_step_once_and_a_subagents_steps_in_its_own_log() {
 /// Kimi CLI's sessions are found under `~/.kimi/sessions` or `$KIMI_SHARE_DIR/sessions`.
 #[test]
 fn kimi_sessions_are_found_where_kimi_cli_writes_them() {
-    for share_var in [false, true] {
+    assert_found_at_home_or_under_variable(
+        "kimi",
+        ".kimi",
+        "KIMI_SHARE_DIR",
+        "kimi-cli-session",
+        2,
+    );
+}
+
+/// `quarry ingest` with no path finds the `sessions` sessions of the agent whose fixture folder
+/// is `folder` (laid out as the agent's own folder) in `~/<dot>`, and in the folder the
+/// variable `var` names when it is set.
+fn assert_found_at_home_or_under_variable(
+    folder: &str,
+    dot: &str,
+    var: &str,
+    origin: &str,
+    sessions: i64,
+) {
+    for set in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
-        let base = if share_var {
-            dir.path().join("share")
+        let base = if set {
+            dir.path().join("elsewhere")
         } else {
-            home.join(".kimi")
+            home.join(dot)
         };
-        copy_tree(&fixtures("kimi"), &base);
-        let vars: Vec<(&str, PathBuf)> = if share_var {
-            vec![("KIMI_SHARE_DIR", dir.path().join("share"))]
-        } else {
-            Vec::new()
-        };
+        copy_tree(&fixtures(folder), &base);
+        let vars = if set { vec![(var, base)] } else { Vec::new() };
         let summary = ingest_discovered(dir.path(), &home, &vars);
         assert_eq!(
-            summary["sessions_ingested"]["kimi-cli-session"], 2,
-            "KIMI_SHARE_DIR {share_var}: {summary}"
+            summary["sessions_ingested"][origin], sessions,
+            "{var} set: {set}: {summary}"
         );
     }
+}
+
+/// GitHub Copilot CLI, worked out by hand from `copilot/` (field names as the Copilot SDK's
+/// session-events schema declares them). Session `1a1a1a1a` was created by 1.0.40 and resumed
+/// three times. Run 1 ends in a shutdown of its own calls: claude-sonnet-4.5 12,000 input with
+/// 9,000 cache reads and 1,000 writes in it, 300 output. Run 2, resumed by 1.0.60 (no
+/// `sessionLimits` on its resume), ends in a shutdown of its own calls again: sonnet 5,000 with
+/// 4,000 reads, 100 out; gpt-5 800, 50 out. Run 3, resumed by 1.0.70, ends in the running total:
+/// sonnet as before (no calls this run: no row), gpt-5 2,800 with 1,200 reads and 200 out (this
+/// run: 2,000, 1,200, 150) and its explore subagent's claude-haiku-4.5, 900 with 100 writes, 40
+/// out. Run 4 was killed: no shutdown, no usage. Session `2b2b2b2b` (1.0.102) writes running
+/// totals from its first resume: claude-opus-4.5 30,000 with 20,000 reads and 6,000 writes, 900
+/// out; then 40,000, 29,000, 6,500, 1,000. `3c3c3c3c.jsonl`, in the legacy place, is from a
+/// release that wrote no shutdown. Another machine's copy of the first log, synced after run 2,
+/// adds nothing.
+#[test]
+fn copilot_cli_counts_each_run_once_whichever_release_wrote_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = fixtures("copilot");
+    // The laptop's copy, synced after run 2: the first 19 lines.
+    let copy = dir
+        .path()
+        .join("laptop/session-state/1a1a1a1a-0000-4000-8000-000000000001");
+    std::fs::create_dir_all(&copy).unwrap();
+    let log = std::fs::read_to_string(
+        from.join("session-state/1a1a1a1a-0000-4000-8000-000000000001/events.jsonl"),
+    )
+    .unwrap();
+    let synced: String = log.split_inclusive('\n').take(19).collect();
+    assert!(synced.lines().last().unwrap().contains("session.shutdown"));
+    std::fs::write(copy.join("events.jsonl"), synced).unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&from, &dir.path().join("laptop")]);
+    // The three logs and the subagent's session inside the first; the copy is an earlier state
+    // of the first log, not a session of its own.
+    assert_eq!(
+        summary["sessions_ingested"]["copilot-cli-session"], 4,
+        "{summary}"
+    );
+    assert_eq!(summary["files_seen"], 4, "{summary}");
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let conn = open(&db);
+    assert_usage(
+        &conn,
+        &[
+            (
+                "claude-sonnet-4.5",
+                [
+                    2,
+                    (12000 - 9000 - 1000) + (5000 - 4000),
+                    300 + 100,
+                    9000 + 4000,
+                    1000,
+                ],
+            ),
+            ("gpt-5", [2, 800 + (2000 - 1200), 50 + 150, 1200, 0]),
+            ("claude-haiku-4.5", [1, 900 - 100, 40, 0, 100]),
+            (
+                "claude-opus-4.5",
+                [
+                    2,
+                    (30000 - 20000 - 6000) + (10000 - 9000 - 500),
+                    900 + 100,
+                    20000 + 9000,
+                    6000 + 500,
+                ],
+            ),
+        ],
+        crate::oracle::copilot(&fixtures("copilot")),
+    );
+    let p = "copilot-cli-session:1a1a1a1a-0000-4000-8000-000000000001";
+    let n = "copilot-cli-session:2b2b2b2b-0000-4000-8000-000000000002";
+    assert_eq!(responses_by_session(&conn), format!("{p}=5 {n}=2"));
+    assert_eq!(
+        children(&conn),
+        format!("{p}/agent-call_task1<{p}:subagent")
+    );
+    let owned = |sql: &str| crate::support::text(&conn, sql, []);
+    // The subagent's two steps and its grep's result are its own, not the parent's.
+    assert_eq!(
+        roles(&conn, &format!("{p}/agent-call_task1")),
+        "assistant tool assistant"
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT r.agent || ' ' || s.cwd FROM runs r JOIN sessions s USING (session_id)
+             WHERE session_id = '{p}/agent-call_task1'"
+        )),
+        "explore /home/alice/src/api"
+    );
+    // The parent's turns: 4 prompts, 7 answers or calls, 4 tool results; reasoning shown
+    // before its message (run 1) and inside it (run 2) both kept as thinking.
+    assert_eq!(
+        owned(&format!(
+            "SELECT group_concat(role || ':' || n, ' ') FROM (SELECT role, COUNT(*) AS n
+             FROM messages WHERE session_id = '{p}' GROUP BY role ORDER BY role)"
+        )),
+        "assistant:7 tool:4 user:4"
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT group_concat(text, ' | ') FROM (SELECT b.text FROM blocks b
+             JOIN messages m USING (message_id)
+             WHERE b.session_id = '{p}' AND b.type = 'thinking' ORDER BY m.position)"
+        )),
+        "I should look at the handler first. | Edit line 43, then run pytest."
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT group_concat(tool_name || '=' || COALESCE(is_error, ''), ' ') FROM
+             (SELECT b.tool_name, b.is_error FROM blocks b JOIN messages m USING (message_id)
+              WHERE b.session_id = '{p}' AND b.type = 'tool_result' ORDER BY m.position)"
+        )),
+        "bash=0 edit=0 bash=1 task=0"
+    );
+    assert_eq!(
+        owned(&format!(
+            "SELECT git_branch || ' ' || repo FROM sessions WHERE session_id = '{p}'"
+        )),
+        "main api"
+    );
+    assert_eq!(
+        crate::support::scalar(
+            &conn,
+            "SELECT COUNT(*) FROM messages WHERE session_id LIKE '%3c3c3c3c%'",
+            []
+        ),
+        4
+    );
+}
+
+/// Copilot CLI's logs are found under `~/.copilot/session-state` or
+/// `$COPILOT_HOME/session-state`, the folders of its sessions and the legacy files beside them.
+#[test]
+fn copilot_sessions_are_found_where_copilot_cli_writes_them() {
+    assert_found_at_home_or_under_variable(
+        "copilot",
+        ".copilot",
+        "COPILOT_HOME",
+        "copilot-cli-session",
+        4,
+    );
+}
+
+/// A cut and a corrupted Copilot CLI log keep their good events, report the bad line with the
+/// file and line number, and do not fail the ingest: the cut takes the last shutdown's usage with
+/// it, the corrupted line (a user message) takes nothing else.
+#[test]
+fn copilot_damaged_logs_keep_their_good_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = fixtures("copilot").join("session-state");
+    let p = "1a1a1a1a-0000-4000-8000-000000000001";
+    let n = "2b2b2b2b-0000-4000-8000-000000000002";
+    for id in [p, n] {
+        std::fs::create_dir_all(dir.path().join(id)).unwrap();
+    }
+    // The second log cut inside its last line (13: the second shutdown).
+    let log = std::fs::read(from.join(n).join("events.jsonl")).unwrap();
+    std::fs::write(
+        dir.path().join(n).join("events.jsonl"),
+        &log[..log.len() - 40],
+    )
+    .unwrap();
+    // The first with a NUL byte inside line 3 (the first prompt).
+    let mut log = std::fs::read(from.join(p).join("events.jsonl")).unwrap();
+    put_nul(&mut log, 3, 30);
+    std::fs::write(dir.path().join(p).join("events.jsonl"), log).unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[dir.path()]);
+    let lines = diagnosed_lines(&summary, |file| {
+        file.rsplit('/').nth(1).unwrap()[..8].to_string()
+    });
+    assert_eq!(
+        lines,
+        vec![("1a1a1a1a".to_string(), 3), ("2b2b2b2b".to_string(), 13)],
+        "{summary}"
+    );
+    let conn = open(&db);
+    let figures = usage_by_model(&conn);
+    assert_eq!(figures["claude-opus-4.5"], [1, 4000, 900, 20000, 6000]);
+    assert_eq!(figures["gpt-5"], [2, 1600, 200, 1200, 0]);
+    assert_eq!(
+        crate::support::scalar(
+            &conn,
+            &format!(
+                "SELECT COUNT(*) FROM messages WHERE session_id = 'copilot-cli-session:{p}'
+                 AND role = 'user'"
+            ),
+            []
+        ),
+        3
+    );
 }
 
 /// Copies the folder `from` (files and subfolders) to `to`.
@@ -587,6 +789,48 @@ fn children(conn: &rusqlite::Connection) -> String {
         "SELECT group_concat(session_id || '<' || parent_session_id || ':' || branch_type, ' ')
          FROM (SELECT * FROM sessions WHERE parent_session_id IS NOT NULL ORDER BY session_id)",
         [],
+    )
+}
+
+/// The summary's diagnostics as `(name, line)`, sorted, each file named by `name_of`.
+fn diagnosed_lines(
+    summary: &serde_json::Value,
+    name_of: impl Fn(&str) -> String,
+) -> Vec<(String, i64)> {
+    let mut lines: Vec<(String, i64)> = summary["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                name_of(d["file"].as_str().unwrap()),
+                d["line"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Puts a NUL byte `offset` bytes into line `line` (1-based, line 2 or later) of a file's bytes.
+fn put_nul(bytes: &mut [u8], line: usize, offset: usize) {
+    let start = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(line - 2)
+        .unwrap()
+        .0;
+    bytes[start + offset] = 0;
+}
+
+/// The roles of a session's messages in order, space-separated.
+fn roles(conn: &rusqlite::Connection, session: &str) -> String {
+    crate::support::text(
+        conn,
+        "SELECT group_concat(role, ' ') FROM (SELECT role FROM messages
+         WHERE session_id = ?1 ORDER BY position)",
+        [session],
     )
 }
 

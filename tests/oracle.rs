@@ -473,3 +473,54 @@ pub fn kimi(dir: &Path) -> BTreeMap<String, [i64; 5]> {
     }
     by_model(seen)
 }
+
+/// GitHub Copilot CLI usage by model (count, uncached input, output, cache reads, cache
+/// writes): per log, each `session.shutdown`'s `modelMetrics`, one row per model whose run had
+/// any calls or tokens. A run opened by a `session.resume` carrying `sessionLimits` (Copilot CLI
+/// 1.0.66 on) ends in a running total, so the run's share is the difference from the previous
+/// shutdown; otherwise the shutdown holds the run alone. Uncached input is `inputTokens` less
+/// both cache counts. A copy of a log (the same shutdown event ids) counts once.
+pub fn copilot(dir: &Path) -> BTreeMap<String, [i64; 5]> {
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    for file in jsonl_files(dir) {
+        let mut running = false;
+        let mut previous: HashMap<String, [i64; 5]> = HashMap::new();
+        for e in good_lines(&file) {
+            let data = &e["data"];
+            match e["type"].as_str() {
+                Some("session.start") => running = false,
+                Some("session.resume") => running = data.get("sessionLimits").is_some(),
+                Some("session.usage_checkpoint") => running = true,
+                Some("session.shutdown") => {
+                    running |= data.get("agentMetrics").is_some();
+                    let mut now = HashMap::new();
+                    for (model, m) in data["modelMetrics"].as_object().into_iter().flatten() {
+                        let u = &m["usage"];
+                        let n = |k: &str| u[k].as_i64().unwrap_or(0);
+                        let total = [
+                            m["requests"]["count"].as_i64().unwrap_or(0),
+                            n("inputTokens"),
+                            n("outputTokens"),
+                            n("cacheReadTokens"),
+                            n("cacheWriteTokens"),
+                        ];
+                        let before = previous.get(model).copied().unwrap_or_default();
+                        let run: Vec<i64> = (0..5)
+                            .map(|i| total[i] - if running { before[i] } else { 0 })
+                            .collect();
+                        now.insert(model.clone(), total);
+                        if run.iter().all(|v| *v == 0) {
+                            continue;
+                        }
+                        let key = format!("{} {model}", e["id"]);
+                        let tokens = [run[1] - run[3] - run[4], run[2], run[3], run[4]];
+                        seen.entry(key).or_insert((model.clone(), tokens));
+                    }
+                    previous = now;
+                }
+                _ => {}
+            }
+        }
+    }
+    by_model(seen)
+}

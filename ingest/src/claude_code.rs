@@ -471,13 +471,9 @@ fn read_record_with(
         "ai-title" => b.ai_title = title_of(record, "aiTitle").or(b.ai_title.take()),
         "system" if subtype.as_deref() == Some("compact_boundary") => {
             b.pending_compaction = Some(session.snapshots.len());
-            session.snapshots.push(SnapshotDraft {
-                boundary: "compaction",
-                inheritance_mode: Some("summary"),
-                segment: Some("summary"),
-                text: String::new(),
-                occurred_at_ms: time,
-            });
+            session
+                .snapshots
+                .push(SnapshotDraft::compaction(String::new(), time));
         }
         _ => {}
     }

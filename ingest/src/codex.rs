@@ -467,13 +467,10 @@ fn read_line(session: &mut SessionDraft, state: &mut State, line: Line, parsed: 
             read_item_completed(session, state, &payload, time, event_index, parsed);
         }
         "event_msg" => read_event(session, state, &payload, sub.as_deref(), time, event_index),
-        "compacted" => session.snapshots.push(SnapshotDraft {
-            boundary: "compaction",
-            inheritance_mode: Some("summary"),
-            segment: Some("summary"),
-            text: flatten_text(payload.get("message")),
-            occurred_at_ms: time,
-        }),
+        "compacted" => session.snapshots.push(SnapshotDraft::compaction(
+            flatten_text(payload.get("message")),
+            time,
+        )),
         _ => {}
     }
 }

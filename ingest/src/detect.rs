@@ -29,6 +29,8 @@ pub enum Format {
     Qwen,
     /// Kimi CLI event log JSONL.
     Kimi,
+    /// GitHub Copilot CLI event log JSONL.
+    Copilot,
 }
 
 impl Format {
@@ -45,6 +47,7 @@ impl Format {
             Format::Pi => "a pi session",
             Format::Qwen => "a Qwen Code session",
             Format::Kimi => "a Kimi CLI log",
+            Format::Copilot => "a GitHub Copilot CLI log",
         }
     }
 }
@@ -64,6 +67,9 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
         }
         if super::kimi::is_line(v) {
             return Some(Format::Kimi);
+        }
+        if super::copilot::is_line(v) {
+            return Some(Format::Copilot);
         }
         if v.get("payload").is_some() && kind.is_some_and(|k| CODEX_TYPES.contains(&k)) {
             return Some(Format::Codex);

@@ -4,13 +4,14 @@ use std::path::{Path, PathBuf};
 
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
-pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions";
+pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
 /// `~/.gemini/tmp`, `~/.pi/agent/sessions` (or `$PI_CODING_AGENT_DIR/sessions`; pi expands
 /// a leading `~` in it) and `~/.qwen/projects` (or `$QWEN_RUNTIME_DIR/projects`, else
-/// `$QWEN_HOME/projects`) and `~/.kimi/sessions` (or `$KIMI_SHARE_DIR/sessions`).
+/// `$QWEN_HOME/projects`), `~/.kimi/sessions` (or `$KIMI_SHARE_DIR/sessions`) and
+/// `~/.copilot/session-state` (or `$COPILOT_HOME/session-state`).
 pub fn default_roots() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -33,6 +34,7 @@ pub fn default_roots() -> Vec<PathBuf> {
         .or_else(|| env_dir("QWEN_HOME"))
         .or_else(|| home.as_ref().map(|h| h.join(".qwen")));
     let kimi = env_dir("KIMI_SHARE_DIR").or_else(|| home.as_ref().map(|h| h.join(".kimi")));
+    let copilot = env_dir("COPILOT_HOME").or_else(|| home.as_ref().map(|h| h.join(".copilot")));
     [
         claude.map(|c| c.join("projects")),
         codex.map(|c| c.join("sessions")),
@@ -40,6 +42,7 @@ pub fn default_roots() -> Vec<PathBuf> {
         pi.map(|p| p.join("sessions")),
         qwen.map(|q| q.join("projects")),
         kimi.map(|k| k.join("sessions")),
+        copilot.map(|c| c.join("session-state")),
     ]
     .into_iter()
     .flatten()

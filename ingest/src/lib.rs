@@ -21,6 +21,7 @@ mod chunks;
 mod claude_ai;
 mod claude_code;
 mod codex;
+mod copilot;
 mod derive;
 mod detect;
 mod discover;
@@ -817,6 +818,7 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::Pi) => pi::parse(name, lines, &mut parsed),
         Some(Format::Qwen) => qwen::parse(name, lines, &mut parsed),
         Some(Format::Kimi) => kimi::parse(name, lines, &mut parsed),
+        Some(Format::Copilot) => copilot::parse(name, lines, &mut parsed),
         _ => {
             parsed.sidecar = detect::is_sidecar_lines(&lines);
             parsed

@@ -26,11 +26,13 @@ pub enum Origin {
     QwenCode,
     /// Kimi CLI event log JSONL.
     KimiCli,
+    /// GitHub Copilot CLI event log JSONL.
+    CopilotCli,
 }
 
 impl Origin {
     /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
-    pub const ALL: [Origin; 9] = [
+    pub const ALL: [Origin; 10] = [
         Origin::ClaudeCode,
         Origin::Codex,
         Origin::ChatGpt,
@@ -40,6 +42,7 @@ impl Origin {
         Origin::Pi,
         Origin::QwenCode,
         Origin::KimiCli,
+        Origin::CopilotCli,
     ];
 
     /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].
@@ -404,6 +407,20 @@ pub struct SnapshotDraft {
     pub text: String,
     /// When.
     pub occurred_at_ms: Option<i64>,
+}
+
+impl SnapshotDraft {
+    /// A context compaction whose summary the model is handed next (empty when the source
+    /// gives it later or not at all).
+    pub fn compaction(summary: String, occurred_at_ms: Option<i64>) -> Self {
+        SnapshotDraft {
+            boundary: "compaction",
+            inheritance_mode: Some("summary"),
+            segment: Some("summary"),
+            text: summary,
+            occurred_at_ms,
+        }
+    }
 }
 
 /// A hand-off to a subagent seen in the parent session.

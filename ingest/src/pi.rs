@@ -79,13 +79,9 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
             }
             "compaction" => {
                 if let Some(summary) = str_field(value, "summary") {
-                    session.snapshots.push(SnapshotDraft {
-                        boundary: "compaction",
-                        inheritance_mode: Some("summary"),
-                        segment: Some("summary"),
-                        text: summary,
-                        occurred_at_ms: time,
-                    });
+                    session
+                        .snapshots
+                        .push(SnapshotDraft::compaction(summary, time));
                 }
                 session.push_event(kind, time, Surface::LogOnly, line.text);
             }

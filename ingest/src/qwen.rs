@@ -90,13 +90,9 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                     }
                     "chat_compression" => {
                         if let Some(summary) = payload.and_then(compression_summary) {
-                            session.snapshots.push(SnapshotDraft {
-                                boundary: "compaction",
-                                inheritance_mode: Some("summary"),
-                                segment: Some("summary"),
-                                text: summary,
-                                occurred_at_ms: time,
-                            });
+                            session
+                                .snapshots
+                                .push(SnapshotDraft::compaction(summary, time));
                         }
                     }
                     _ => {}

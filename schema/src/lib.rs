@@ -208,6 +208,12 @@ pub const ORIGINS: &[OriginDecl] = &[
         lines: true,
         label: "Kimi CLI",
     },
+    OriginDecl {
+        name: "copilot-cli-session",
+        harness: "copilot-cli",
+        lines: true,
+        label: "GitHub Copilot CLI",
+    },
 ];
 
 /// The closed vocabulary of `assertions.status`, in the spec's order.
