@@ -32,9 +32,9 @@ else
 fi
 
 # 2. The corpus laid out as Claude Code and Codex keep it, and the pi, Qwen Code, Kimi CLI and
-#    Copilot CLI sessions of tests/fixtures/agents as those agents keep them, in a home of its
-#    own (so neither side reads this machine's own ~/.claude, ~/.codex, ~/.pi, ~/.qwen, ~/.kimi
-#    or ~/.copilot).
+#    Copilot CLI sessions and the OpenCode database of tests/fixtures/agents as those agents keep
+#    them, in a home of its own (so neither side reads this machine's own ~/.claude, ~/.codex,
+#    ~/.pi, ~/.qwen, ~/.kimi, ~/.copilot or ~/.local/share/opencode).
 home=$tmp/home
 python3 "$here/ccusage_compare.py" layout "$corpus" "$home"
 
@@ -48,7 +48,7 @@ echo "ccusage $("$ccusage" --version 2>/dev/null | tail -1)" >&2
 # 4. quarry: the same copy into a fresh archive, usage per origin, model and UTC day.
 archive=$tmp/archive.db
 "$quarry" --archive "$archive" ingest --no-progress "$home/claude" "$home/codex" "$home/.pi" "$home/.qwen" "$home/.kimi" \
-  "$home/.copilot" \
+  "$home/.copilot" "$home/.local/share/opencode" \
   > "$tmp/ingest.txt"
 q() { "$quarry" --archive "$archive" --format json --tz UTC "$1"; }
 sums='sum:input_tokens, sum:output_tokens, sum:cache_read_tokens, sum:cache_write_tokens'

@@ -9,7 +9,9 @@ ccusage's `daily --json --by-agent` report with quarry's usage per model and day
                                                 Qwen Code, Kimi CLI and Copilot CLI
                                                 trees of tests/fixtures/agents/
                                                 {qwen,kimi,copilot} into HOME/.qwen/,
-                                                HOME/.kimi/ and HOME/.copilot/
+                                                HOME/.kimi/ and HOME/.copilot/, and
+                                                OpenCode's database into
+                                                HOME/.local/share/opencode/
   ccusage_compare.py compare CCUSAGE.json QUARRY.json [QUARRY_VIA.json]
                                                 print the comparison tables
 
@@ -36,6 +38,7 @@ AGENT_OF_ORIGIN = {
     "qwen-code-session": "qwen",
     "kimi-cli-session": "kimi",
     "copilot-cli-session": "copilot",
+    "opencode-session": "opencode",
 }
 # The session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and where
 # the agent keeps its contents under HOME (subfolders kept).
@@ -44,6 +47,7 @@ AGENT_FIXTURES = [
     ("qwen", Path(".qwen")),
     ("kimi", Path(".kimi")),
     ("copilot", Path(".copilot")),
+    ("opencode", Path(".local/share/opencode")),
 ]
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agents"
 
@@ -82,7 +86,8 @@ def layout(corpus: Path, home: Path) -> None:
         shutil.copy2(src, dest)
         files += 1
     for agent, target in AGENT_FIXTURES:
-        for src in sorted((FIXTURES / agent).rglob("*.jsonl")):
+        sources = (FIXTURES / agent).rglob("*")
+        for src in sorted(s for s in sources if s.suffix in (".jsonl", ".db")):
             dest = home / target / src.relative_to(FIXTURES / agent)
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest)

@@ -34,6 +34,355 @@ fn usage_by_model(conn: &rusqlite::Connection) -> BTreeMap<String, [i64; 5]> {
     .unwrap()
 }
 
+/// An OpenCode database with OpenCode's three tables, as its migrations create them (the
+/// columns quarry reads and their neighbours), in WAL mode like OpenCode's own.
+fn opencode_db(path: &Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, parent_id text,
+           slug text NOT NULL, directory text NOT NULL, title text NOT NULL,
+           version text NOT NULL, share_url text, time_created integer NOT NULL,
+           time_updated integer NOT NULL);
+         CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,
+           time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+         CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL,
+           session_id text NOT NULL, time_created integer NOT NULL,
+           time_updated integer NOT NULL, data text NOT NULL);",
+    )
+    .unwrap();
+    conn
+}
+
+/// Writes a session row.
+fn oc_session(conn: &rusqlite::Connection, id: &str, parent: Option<&str>, version: &str, at: i64) {
+    conn.execute(
+        "INSERT INTO session VALUES (?1, 'p1', ?2, 'calm-fox', '/home/alice/src/api', ?3, ?4,
+         NULL, ?5, ?5)",
+        rusqlite::params![id, parent, format!("session {id}"), version, at],
+    )
+    .unwrap();
+}
+
+/// Writes a message row and its parts (`(part id, data)`, in order).
+fn oc_message(
+    conn: &rusqlite::Connection,
+    session: &str,
+    id: &str,
+    data: serde_json::Value,
+    parts: &[serde_json::Value],
+) {
+    let at = data["time"]["created"].as_i64().unwrap();
+    conn.execute(
+        "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+        rusqlite::params![id, session, at, data.to_string()],
+    )
+    .unwrap();
+    for (i, part) in parts.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+            rusqlite::params![format!("prt_{id}_{i}"), id, session, at, part.to_string()],
+        )
+        .unwrap();
+    }
+}
+
+/// An assistant message's data: `model` through `provider` at `at` with `tokens` (input,
+/// output, reasoning, cache read, cache write).
+fn oc_assistant(at: i64, provider: &str, model: &str, t: [i64; 5]) -> serde_json::Value {
+    serde_json::json!({
+        "role": "assistant", "time": {"created": at, "completed": at + 900},
+        "parentID": "msg_x", "modelID": model, "providerID": provider, "mode": "build",
+        "agent": "build", "path": {"cwd": "/home/alice/src/api", "root": "/home/alice/src/api"},
+        "cost": 0, "finish": "stop",
+        "tokens": {"input": t[0], "output": t[1], "reasoning": t[2],
+                   "cache": {"read": t[3], "write": t[4]}}
+    })
+}
+
+fn oc_user(at: i64) -> serde_json::Value {
+    serde_json::json!({"role": "user", "time": {"created": at}, "agent": "build",
+                       "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}})
+}
+
+fn oc_text(text: &str) -> serde_json::Value {
+    serde_json::json!({"type": "text", "text": text})
+}
+
+const T0: i64 = 1_772_000_000_000;
+
+/// The OpenCode traps, in a database built here: `ses_a` (created by 1.2.15) asks, answers with
+/// a shell call (input 1,000, output 200 with 50 of reasoning in it, 300 cache reads, 100
+/// writes), answers again (50 / 20 / 1,300 reads) and has an aborted call (all 0: no row);
+/// `ses_b`, a fork, copies the prompt and the first answer under new ids (same time, model and
+/// counts: counted once) and adds one (70 / 30); `ses_c`, a subagent of `ses_a` created by
+/// 1.3.17, calls gpt-5 (500 / 40, and 25 of reasoning that this release keeps outside the
+/// output).
+fn opencode_traps(path: &Path) -> rusqlite::Connection {
+    let conn = opencode_db(path);
+    let sonnet = |at, t| oc_assistant(at, "anthropic", "claude-sonnet-4-5", t);
+    oc_session(&conn, "ses_a", None, "1.2.15", T0);
+    oc_message(
+        &conn,
+        "ses_a",
+        "msg_a1",
+        oc_user(T0 + 1000),
+        &[oc_text("Why is the build red?")],
+    );
+    let call = serde_json::json!({"type": "tool", "callID": "call_1", "tool": "bash",
+        "state": {"status": "completed", "input": {"command": "cargo test"},
+                  "output": "1 failed", "time": {"start": T0 + 2100, "end": T0 + 2500}}});
+    let first = sonnet(T0 + 2000, [1000, 200, 50, 300, 100]);
+    let thinking = serde_json::json!({"type": "reasoning", "text": "Run the tests first."});
+    oc_message(
+        &conn,
+        "ses_a",
+        "msg_a2",
+        first.clone(),
+        &[thinking.clone(), call.clone()],
+    );
+    oc_message(
+        &conn,
+        "ses_a",
+        "msg_a3",
+        sonnet(T0 + 3000, [50, 20, 0, 1300, 0]),
+        &[oc_text("One test fails; shall I fix it?")],
+    );
+    let mut aborted = sonnet(T0 + 4000, [0, 0, 0, 0, 0]);
+    aborted["error"] = serde_json::json!({"name": "MessageAbortedError"});
+    oc_message(&conn, "ses_a", "msg_a4", aborted, &[]);
+    oc_session(&conn, "ses_c", Some("ses_a"), "1.3.17", T0 + 5000);
+    oc_message(
+        &conn,
+        "ses_c",
+        "msg_c1",
+        oc_user(T0 + 5000),
+        &[oc_text("Find the failing test.")],
+    );
+    oc_message(
+        &conn,
+        "ses_c",
+        "msg_c2",
+        oc_assistant(T0 + 6000, "openai", "gpt-5", [500, 40, 25, 0, 0]),
+        &[oc_text("tests/login.rs:12")],
+    );
+    oc_session(&conn, "ses_b", None, "1.2.15", T0 + 10_000);
+    oc_message(
+        &conn,
+        "ses_b",
+        "msg_b1",
+        oc_user(T0 + 1000),
+        &[oc_text("Why is the build red?")],
+    );
+    oc_message(&conn, "ses_b", "msg_b2", first, &[thinking, call]);
+    oc_message(
+        &conn,
+        "ses_b",
+        "msg_b3",
+        oc_user(T0 + 11_000),
+        &[oc_text("Try another way.")],
+    );
+    oc_message(
+        &conn,
+        "ses_b",
+        "msg_b4",
+        sonnet(T0 + 12_000, [70, 30, 0, 0, 0]),
+        &[oc_text("Done.")],
+    );
+    conn
+}
+
+#[test]
+fn opencode_counts_each_call_once_across_forks_and_releases() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    std::fs::create_dir(&data).unwrap();
+    let conn = opencode_traps(&data.join("opencode.db"));
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&data]);
+    assert_eq!(
+        summary["sessions_ingested"]["opencode-session"], 3,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let archive = open(&db);
+    assert_usage(
+        &archive,
+        &[
+            (
+                "claude-sonnet-4-5",
+                [3, 1000 + 50 + 70, 200 + 20 + 30, 300 + 1300, 100],
+            ),
+            ("gpt-5", [1, 500, 40 + 25, 0, 0]),
+        ],
+        crate::oracle::opencode(&data.join("opencode.db")),
+    );
+    assert_eq!(
+        responses_by_session(&archive),
+        "opencode-session:ses_a=2 opencode-session:ses_b=1 opencode-session:ses_c=1"
+    );
+    // The fork repeats the first session's opening, which the archive links as a continuation.
+    assert_eq!(
+        children(&archive),
+        "opencode-session:ses_b<opencode-session:ses_a:continuation \
+         opencode-session:ses_c<opencode-session:ses_a:subagent"
+    );
+    assert_eq!(
+        roles(&archive, "opencode-session:ses_a"),
+        "user assistant tool assistant assistant"
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT tool_command FROM blocks WHERE session_id = 'opencode-session:ses_a'
+             AND type = 'tool_use'",
+            []
+        ),
+        "cargo test"
+    );
+    drop(conn);
+}
+
+/// A database the agent changed between two ingests (a message's tokens filled in as its steps
+/// finished, a title set, a new answer) gives the archive a fresh ingest of its final state
+/// gives.
+#[test]
+fn an_opencode_database_changed_between_ingests_equals_a_fresh_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    std::fs::create_dir(&data).unwrap();
+    let conn = opencode_traps(&data.join("opencode.db"));
+    let db = dir.path().join("a.db");
+    ingest(&db, &[&data]);
+    conn.execute(
+        "UPDATE message SET data = ?1 WHERE id = 'msg_a3'",
+        [oc_assistant(
+            T0 + 3000,
+            "anthropic",
+            "claude-sonnet-4-5",
+            [50, 45, 0, 1300, 0],
+        )
+        .to_string()],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE session SET title = 'Red build' WHERE id = 'ses_a'",
+        [],
+    )
+    .unwrap();
+    oc_message(
+        &conn,
+        "ses_b",
+        "msg_b5",
+        oc_assistant(
+            T0 + 13_000,
+            "anthropic",
+            "claude-sonnet-4-5",
+            [9, 9, 0, 0, 0],
+        ),
+        &[oc_text("Also done.")],
+    );
+    let again = ingest(&db, &[&data]);
+    assert_eq!(again["files_changed"], 2, "{again}");
+    assert_eq!(again["files_unchanged"], 1, "{again}");
+    let fresh = dir.path().join("fresh.db");
+    ingest(&fresh, &[&data]);
+    let (a, b) = (open(&db), open(&fresh));
+    assert_eq!(usage_by_model(&a), usage_by_model(&b));
+    assert_eq!(
+        usage_by_model(&a)["claude-sonnet-4-5"],
+        [4, 1129, 284, 1600, 100]
+    );
+    assert_eq!(
+        crate::support::table_counts(&a),
+        crate::support::table_counts(&b)
+    );
+    let titles =
+        "SELECT group_concat(title, ' | ') FROM (SELECT title FROM sessions ORDER BY session_id)";
+    assert_eq!(
+        crate::support::text(&a, titles, []),
+        crate::support::text(&b, titles, [])
+    );
+}
+
+/// The real database (OpenCode 1.1.65 and 1.2.15 sessions) equals an independent reading, and
+/// is found where OpenCode keeps it: `~/.local/share/opencode`, `$XDG_DATA_HOME/opencode`, or
+/// the file `$OPENCODE_DB` names.
+#[test]
+fn opencode_real_database_equals_an_independent_reading_wherever_it_is() {
+    for place in ["home", "xdg", "variable"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let folder = match place {
+            "home" => home.join(".local/share/opencode"),
+            "xdg" => dir.path().join("xdg/opencode"),
+            _ => dir.path().join("elsewhere"),
+        };
+        std::fs::create_dir_all(&folder).unwrap();
+        let db_file = folder.join(if place == "variable" {
+            "mine.db"
+        } else {
+            "opencode.db"
+        });
+        std::fs::copy(fixtures("opencode").join("opencode.db"), &db_file).unwrap();
+        let vars: Vec<(&str, PathBuf)> = match place {
+            "xdg" => vec![("XDG_DATA_HOME", dir.path().join("xdg"))],
+            "variable" => vec![("OPENCODE_DB", db_file.clone())],
+            _ => Vec::new(),
+        };
+        let summary = ingest_discovered(dir.path(), &home, &vars);
+        assert_eq!(
+            summary["sessions_ingested"]["opencode-session"], 2,
+            "{place}: {summary}"
+        );
+        let archive = open(&dir.path().join("a.db"));
+        let want = crate::oracle::opencode(&db_file);
+        assert_eq!(want["glm-5"][0], 8);
+        assert_eq!(usage_by_model(&archive), want, "{place}");
+    }
+}
+
+/// A message row that is not JSON is reported with its session and line, the rest of the
+/// session kept; a file named like OpenCode's database that is not one is reported and the
+/// ingest goes on.
+#[test]
+fn opencode_damaged_rows_and_databases_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    let broken = dir.path().join("broken");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::create_dir(&broken).unwrap();
+    let conn = opencode_traps(&data.join("opencode.db"));
+    conn.execute(
+        "UPDATE message SET data = '{\"role\": \"assis' WHERE id = 'msg_a3'",
+        [],
+    )
+    .unwrap();
+    std::fs::write(broken.join("opencode.db"), b"not a database, only its name").unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&data, &broken]);
+    let diagnostics = summary["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 2, "{summary}");
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["file"].as_str().unwrap().ends_with("opencode.db#ses_a") && d["line"] == 7),
+        "{summary}"
+    );
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["kind"] == "unreadable" && d["file"].as_str().unwrap().contains("broken")),
+        "{summary}"
+    );
+    let figures = usage_by_model(&open(&db));
+    assert_eq!(figures["claude-sonnet-4-5"], [2, 1070, 230, 300, 100]);
+}
+
 /// The archive's usage by model is `want` (figures worked out by hand), and so is the
 /// independent reading of the raw files.
 fn assert_usage(
@@ -440,6 +789,8 @@ fn ingest_discovered(dir: &Path, home: &Path, vars: &[(&str, PathBuf)]) -> serde
         .env_remove("QWEN_RUNTIME_DIR")
         .env_remove("KIMI_SHARE_DIR")
         .env_remove("COPILOT_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("OPENCODE_DB")
         .env("HOME", home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("CODEX_HOME", home.join(".codex"));

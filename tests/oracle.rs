@@ -524,3 +524,51 @@ pub fn copilot(dir: &Path) -> BTreeMap<String, [i64; 5]> {
     }
     by_model(seen)
 }
+
+/// OpenCode usage by model (count, input, output, cache reads, cache writes), read straight
+/// from the database's `message` table: every assistant row's `tokens` with some count, the
+/// output with the reasoning added where the session's release (1.3.16 on) keeps it apart, and
+/// a row copied into a fork (new ids, the same time, provider, model and counts) once.
+pub fn opencode(db: &Path) -> BTreeMap<String, [i64; 5]> {
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open");
+    let mut stmt = conn
+        .prepare("SELECT s.version, m.data FROM message m JOIN session s ON s.id = m.session_id")
+        .expect("prepare");
+    let rows: Vec<(String, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    for (version, data) in rows {
+        let Ok(m) = serde_json::from_str::<Value>(&data) else {
+            continue;
+        };
+        let t = &m["tokens"];
+        if m["role"] != "assistant" || !t.is_object() {
+            continue;
+        }
+        let n = |v: &Value| v.as_i64().unwrap_or(0);
+        let v: Vec<u64> = version.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+        let apart = v >= vec![1, 3, 16];
+        let reasoning = n(&t["reasoning"]);
+        let counts = [
+            n(&t["input"]),
+            n(&t["output"]) + if apart { reasoning } else { 0 },
+            n(&t["cache"]["read"]),
+            n(&t["cache"]["write"]),
+        ];
+        if counts == [0; 4] {
+            continue;
+        }
+        let model = m["modelID"].as_str().unwrap_or("").to_string();
+        let key = format!(
+            "{} {} {model} {counts:?} {reasoning}",
+            m["time"]["created"], m["providerID"]
+        );
+        seen.entry(key).or_insert((model, counts));
+    }
+    by_model(seen)
+}

@@ -31,6 +31,8 @@ pub enum Format {
     Kimi,
     /// GitHub Copilot CLI event log JSONL.
     Copilot,
+    /// An OpenCode session's rows, read from its database.
+    OpenCode,
 }
 
 impl Format {
@@ -48,6 +50,7 @@ impl Format {
             Format::Qwen => "a Qwen Code session",
             Format::Kimi => "a Kimi CLI log",
             Format::Copilot => "a GitHub Copilot CLI log",
+            Format::OpenCode => "an OpenCode session",
         }
     }
 }
@@ -70,6 +73,9 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
         }
         if super::copilot::is_line(v) {
             return Some(Format::Copilot);
+        }
+        if super::opencode::is_line(v) {
+            return Some(Format::OpenCode);
         }
         if v.get("payload").is_some() && kind.is_some_and(|k| CODEX_TYPES.contains(&k)) {
             return Some(Format::Codex);

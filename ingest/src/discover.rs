@@ -4,14 +4,16 @@ use std::path::{Path, PathBuf};
 
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
-pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state";
+pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
 /// `~/.gemini/tmp`, `~/.pi/agent/sessions` (or `$PI_CODING_AGENT_DIR/sessions`; pi expands
 /// a leading `~` in it) and `~/.qwen/projects` (or `$QWEN_RUNTIME_DIR/projects`, else
 /// `$QWEN_HOME/projects`), `~/.kimi/sessions` (or `$KIMI_SHARE_DIR/sessions`) and
-/// `~/.copilot/session-state` (or `$COPILOT_HOME/session-state`).
+/// `~/.copilot/session-state` (or `$COPILOT_HOME/session-state`), and OpenCode's databases:
+/// `$OPENCODE_DB`, else each `opencode.db` / `opencode-<channel>.db` in
+/// `${XDG_DATA_HOME:-~/.local/share}/opencode`.
 pub fn default_roots() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -47,7 +49,29 @@ pub fn default_roots() -> Vec<PathBuf> {
     .into_iter()
     .flatten()
     .filter(|p| p.is_dir())
+    .chain(opencode_databases(home.as_deref()))
     .collect()
+}
+
+/// OpenCode's databases: the file `$OPENCODE_DB` names, else those in its data folder (the
+/// folder's JSON files of releases before 1.2 are not read).
+fn opencode_databases(home: Option<&Path>) -> Vec<PathBuf> {
+    if let Some(db) = env_dir("OPENCODE_DB") {
+        return vec![db].into_iter().filter(|p| p.is_file()).collect();
+    }
+    let data = env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")));
+    let Some(folder) = data.map(|d| d.join("opencode")) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && super::sources::Kind::of(p).is_some())
+        .collect();
+    found.sort();
+    found
 }
 
 /// The folder an environment variable names, when it is set and not empty.
@@ -62,6 +86,11 @@ fn env_dir(name: &str) -> Option<PathBuf> {
 pub enum Candidate {
     /// A file with a transcript-like extension.
     File(PathBuf),
+    /// An agent's session database (`sources::Kind` names which), before its sessions are
+    /// listed.
+    Database(PathBuf),
+    /// One session of an agent's database, read as a document of its own.
+    Session(super::sources::SessionSource),
     /// A path that exists (or is a link) but cannot be read as a file, with the reason.
     Unreadable(PathBuf, String),
 }
@@ -86,6 +115,14 @@ pub fn walk(paths: &[PathBuf]) -> Vec<Candidate> {
             match entry {
                 Ok(entry) => {
                     let path = entry.path().to_path_buf();
+                    // An agent's database: named as the agent names it in a folder, or given
+                    // itself (`$OPENCODE_DB`, a path on the command line) and an SQLite file.
+                    let database = super::sources::Kind::of(&path).is_some()
+                        || (entry.depth() == 0 && super::sources::is_sqlite(&path));
+                    if database && entry.file_type().is_file() {
+                        files.push(Candidate::Database(path));
+                        continue;
+                    }
                     if !is_transcript_name(&path) {
                         continue;
                     }

@@ -30,9 +30,11 @@ pub mod judge;
 mod kimi;
 mod lines;
 mod model;
+mod opencode;
 mod pi;
 mod qwen;
 mod reindex;
+mod sources;
 mod store;
 mod summary;
 mod tail;
@@ -169,12 +171,13 @@ pub fn ingest_reporting(
         }
         options.paths.clone()
     };
-    let candidates = discover::walk(&roots);
+    let candidates = sources::expand(discover::walk(&roots));
     let total_bytes: u64 = candidates
         .iter()
         .filter_map(|c| match c {
             Candidate::File(p) => std::fs::metadata(p).ok().map(|m| m.len()),
-            Candidate::Unreadable(..) => None,
+            Candidate::Session(s) => Some(s.size),
+            Candidate::Database(_) | Candidate::Unreadable(..) => None,
         })
         .sum();
     let mut summary = Summary {
@@ -402,20 +405,50 @@ fn parse_all(
 ) {
     let conn = Connection::open_with_flags(archive_path, OpenFlags::SQLITE_OPEN_READ_ONLY).ok();
     let mut claimed: HashMap<String, Claim> = HashMap::new();
+    // The agent database the sessions being read come from, kept open between them.
+    let mut database: Option<(PathBuf, Connection)> = None;
     for candidate in candidates {
-        let work = match candidate {
-            Candidate::Unreadable(path, reason) => Work::skip(
+        let unreadable = |file: String, reason: String| {
+            Work::skip(
                 0,
                 None,
                 vec![Diagnostic {
-                    file: path.display().to_string(),
+                    file,
                     line: None,
                     kind: "unreadable",
                     reason,
                 }],
                 0,
-            ),
+            )
+        };
+        let work = match candidate {
+            Candidate::Unreadable(path, reason) => unreadable(path.display().to_string(), reason),
             Candidate::File(path) => prepare_file(&path, conn.as_ref(), context, &mut claimed),
+            Candidate::Database(path) => unreadable(
+                path.display().to_string(),
+                "a database whose sessions were not listed".to_string(),
+            ),
+            Candidate::Session(source) => {
+                if database.as_ref().is_none_or(|(p, _)| *p != source.db) {
+                    database = sources::open(&source.db)
+                        .ok()
+                        .map(|c| (source.db.clone(), c));
+                }
+                let read = database
+                    .as_ref()
+                    .ok_or_else(|| "the database could not be opened again".to_string())
+                    .and_then(|(_, db)| sources::document(db, &source).map_err(|e| e.to_string()));
+                match read {
+                    Ok(bytes) => {
+                        let input = Input::document(source.name(), bytes);
+                        prepare_bytes(input, conn.as_ref(), context, &mut claimed)
+                    }
+                    Err(reason) => unreadable(
+                        source.name(),
+                        format!("cannot read the session from its database: {reason}"),
+                    ),
+                }
+            }
         };
         // The rows of files the writer committed, freed on the thread that made them.
         while let Ok(rows) = freed.try_recv() {
@@ -524,7 +557,75 @@ fn prepare_file(
             );
         }
     };
-    let read = read_before + bytes.len() as u64;
+    let input = Input {
+        name,
+        read: read_before + bytes.len() as u64,
+        bytes,
+        file_id,
+        archived,
+        whole_document,
+        reread,
+        database: false,
+    };
+    prepare_bytes(input, conn, context, claimed)
+}
+
+/// A source's content, read, with what the archive knows of it.
+struct Input {
+    /// The name it is archived under.
+    name: String,
+    /// Its content.
+    bytes: Vec<u8>,
+    /// Bytes read to get it (a check of the archived part included).
+    read: u64,
+    /// The file's identity ([`file_identity`]).
+    file_id: Option<String>,
+    /// What the archive holds of it: its chunk chain and identity.
+    archived: Option<(chunks::Chain, Option<String>)>,
+    /// A document read whole, each time: a changed one replaces its archived sessions.
+    whole_document: bool,
+    /// Why a file that grew was read whole.
+    reread: Option<&'static str>,
+    /// A session read from an agent's database ([`sources`]).
+    database: bool,
+}
+
+impl Input {
+    /// An agent database's session ([`sources`]), a whole document.
+    fn document(name: String, bytes: Vec<u8>) -> Self {
+        Input {
+            read: bytes.len() as u64,
+            bytes,
+            file_id: None,
+            archived: None,
+            whole_document: true,
+            reread: None,
+            database: true,
+            name,
+        }
+    }
+}
+
+/// Checks, parses and derives a source's content.
+fn prepare_bytes(
+    input: Input,
+    conn: Option<&Connection>,
+    context: &FileContext,
+    claimed: &mut HashMap<String, Claim>,
+) -> Work {
+    let Input {
+        name,
+        bytes,
+        read,
+        file_id,
+        mut archived,
+        whole_document,
+        reread,
+        database,
+    } = input;
+    if database {
+        archived = conn.and_then(|c| store::archived_file(c, &name));
+    }
     let size = bytes.len() as i64;
     let chain = chunks::Chain::of(&bytes);
     let state = store::file_state(archived.as_ref().map(|(c, _)| c), &bytes, &chain);
@@ -534,7 +635,12 @@ fn prepare_file(
     if state == FileState::Rewritten && !whole_document && !context.replace.contains(&name) {
         return rewritten(name, size as u64, read);
     }
-    let ends = tail::complete_lines(&bytes);
+    // A database's session is read whole each time: no place to continue from.
+    let ends = if database {
+        None
+    } else {
+        tail::complete_lines(&bytes)
+    };
     let (format, mut parsed) = parse_bytes(&name, &bytes);
     drop(bytes);
     let Some(format) = format else {
@@ -819,6 +925,7 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::Qwen) => qwen::parse(name, lines, &mut parsed),
         Some(Format::Kimi) => kimi::parse(name, lines, &mut parsed),
         Some(Format::Copilot) => copilot::parse(name, lines, &mut parsed),
+        Some(Format::OpenCode) => opencode::parse(name, lines, &mut parsed),
         _ => {
             parsed.sidecar = detect::is_sidecar_lines(&lines);
             parsed

@@ -28,11 +28,13 @@ pub enum Origin {
     KimiCli,
     /// GitHub Copilot CLI event log JSONL.
     CopilotCli,
+    /// OpenCode's session database.
+    OpenCode,
 }
 
 impl Origin {
     /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
-    pub const ALL: [Origin; 10] = [
+    pub const ALL: [Origin; 11] = [
         Origin::ClaudeCode,
         Origin::Codex,
         Origin::ChatGpt,
@@ -43,6 +45,7 @@ impl Origin {
         Origin::QwenCode,
         Origin::KimiCli,
         Origin::CopilotCli,
+        Origin::OpenCode,
     ];
 
     /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].

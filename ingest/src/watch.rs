@@ -220,7 +220,13 @@ pub fn watch(
         match event {
             Ok(Ok(event)) => {
                 if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_)) {
-                    pending.extend(event.paths.into_iter().filter(|p| is_transcript_name(p)));
+                    pending.extend(event.paths.into_iter().filter_map(|p| {
+                        if is_transcript_name(&p) {
+                            Some(p)
+                        } else {
+                            crate::sources::database_of(&p)
+                        }
+                    }));
                 }
                 if !pending.is_empty() {
                     since.get_or_insert_with(Instant::now);

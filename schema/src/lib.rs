@@ -214,6 +214,12 @@ pub const ORIGINS: &[OriginDecl] = &[
         lines: true,
         label: "GitHub Copilot CLI",
     },
+    OriginDecl {
+        name: "opencode-session",
+        harness: "opencode",
+        lines: true,
+        label: "OpenCode",
+    },
 ];
 
 /// The closed vocabulary of `assertions.status`, in the spec's order.

@@ -1,0 +1,354 @@
+//! OpenCode sessions (`sst/opencode`, `packages/opencode/src/session/`), from its SQLite store:
+//! `${XDG_DATA_HOME:-~/.local/share}/opencode/opencode.db` (`$OPENCODE_DB` moves it; a
+//! non-release build writes `opencode-<channel>.db`), in WAL mode, written since OpenCode 1.2.0.
+//! Tables `session (id, project_id, parent_id, directory, title, version, time_created,
+//! time_updated, ...)`, `message (id, session_id, time_created, time_updated, data)` and `part
+//! (id, message_id, session_id, time_created, time_updated, data)`, whose `data` is the JSON of
+//! the message or part without its ids. [`super::sources`] reads each session into a document
+//! of JSON Lines, `{"opencode": "session", "row": {...}}`, then each message
+//! (`{"opencode": "message", "id", "data"}`) followed by its parts (`{"opencode": "part", "id",
+//! "message_id", "data"}`), which [`parse`] reads.
+//!
+//! A message's `data` is `{role: "user", time {created}, ...}` or `{role: "assistant", time
+//! {created, completed?}, modelID, providerID, agent, path {cwd, root}, cost, tokens {input,
+//! output, reasoning, cache {read, write}, total?}, finish?, error?}`; each model call is a
+//! message of its own (OpenCode 0.8 on), its `tokens` the call's. Parts: `text {text,
+//! synthetic?}`, `reasoning {text}`, `tool {callID, tool, state {status, input, output?,
+//! error?}}`, `file {mime, filename}`, `compaction`, and bookkeeping (`step-start`,
+//! `step-finish`, `snapshot`, `patch`, `agent`, `subtask`, `retry`).
+//!
+//! Usage: one row per assistant message with tokens. `tokens.input` excludes both cache counts
+//! (OpenCode 1.0.62 on). `tokens.output` holds the reasoning up to OpenCode 1.3.15 and not from
+//! 1.3.16, which the message does not say: the session's `version` (the release that created
+//! it) decides, so `output_tokens` always includes it. A subagent's calls are in its own
+//! session (`parent_id`). The trap is the fork: a new session copying the messages and parts
+//! under new ids with the same times, models and tokens; the response key is what survives the
+//! copy, `opencode:<created ms>:<provider>/<model>:<counts>`, so the copy adds nothing and the
+//! earlier session owns the response. A message whose counts are all 0 (an aborted call) has
+//! no row.
+
+use rusqlite::Connection;
+use serde_json::{Map, Value};
+
+use super::lines::Line;
+use super::model::*;
+use super::text::{json_time, str_field};
+
+/// The sessions of an OpenCode database, oldest first, with the size of each one's rows.
+pub fn sessions(conn: &Connection) -> rusqlite::Result<Vec<(String, u64)>> {
+    let mut stmt = conn.prepare(
+        "SELECT s.id,
+                (SELECT COALESCE(SUM(length(m.data)), 0) FROM message m WHERE m.session_id = s.id)
+              + (SELECT COALESCE(SUM(length(p.data)), 0) FROM part p WHERE p.session_id = s.id)
+         FROM session s ORDER BY s.time_created, s.id",
+    )?;
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))?
+        .collect()
+}
+
+/// One session's rows as JSON Lines: the session, then each message and its parts.
+pub fn document(conn: &Connection, session: &str) -> rusqlite::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut line = |value: Value| {
+        out.extend_from_slice(value.to_string().as_bytes());
+        out.push(b'\n');
+    };
+    let mut stmt = conn.prepare("SELECT * FROM session WHERE id = ?1")?;
+    let names: Vec<String> = stmt.column_names().iter().map(|n| n.to_string()).collect();
+    let row = stmt.query_row([session], |r| {
+        let mut row = Map::new();
+        for (i, name) in names.iter().enumerate() {
+            let value = match r.get_ref(i)? {
+                rusqlite::types::ValueRef::Null => Value::Null,
+                rusqlite::types::ValueRef::Integer(n) => Value::from(n),
+                rusqlite::types::ValueRef::Real(f) => Value::from(f),
+                rusqlite::types::ValueRef::Text(t) => {
+                    Value::from(String::from_utf8_lossy(t).into_owned())
+                }
+                rusqlite::types::ValueRef::Blob(_) => Value::Null,
+            };
+            row.insert(name.clone(), value);
+        }
+        Ok(row)
+    })?;
+    line(serde_json::json!({"opencode": "session", "row": row}));
+    let mut parts = conn.prepare(
+        "SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id",
+    )?;
+    let mut by_message: std::collections::HashMap<String, Vec<(String, String)>> =
+        std::collections::HashMap::new();
+    for part in parts.query_map([session], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+    })? {
+        let (id, message, data) = part?;
+        by_message.entry(message).or_default().push((id, data));
+    }
+    let mut messages = conn
+        .prepare("SELECT id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id")?;
+    for message in messages.query_map([session], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })? {
+        let (id, data) = message?;
+        line(serde_json::json!({"opencode": "message", "id": id, "data": json_of(&data)}));
+        for (part, data) in by_message.remove(&id).unwrap_or_default() {
+            line(serde_json::json!({
+                "opencode": "part", "id": part, "message_id": id, "data": json_of(&data)
+            }));
+        }
+    }
+    Ok(out)
+}
+
+/// A `data` column's JSON; text that is not JSON is kept as a string (the reader reports it).
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// Whether a JSONL line is a row of an OpenCode session's document.
+pub fn is_line(value: &Value) -> bool {
+    matches!(
+        value.get("opencode").and_then(Value::as_str),
+        Some("session" | "message" | "part")
+    )
+}
+
+/// The session's reading: the message being assembled from its parts, and the tool results
+/// that follow it.
+struct Reader {
+    session: SessionDraft,
+    /// `tokens.output` excludes the reasoning (OpenCode 1.3.16 on).
+    reasoning_apart: bool,
+    message: Option<MessageDraft>,
+    results: Vec<MessageDraft>,
+}
+
+impl Reader {
+    fn flush(&mut self) {
+        if let Some(m) = self.message.take() {
+            self.session.messages.push(m);
+        }
+        self.session.messages.append(&mut self.results);
+    }
+}
+
+/// Reads one session's document.
+pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
+    let mut reader = Reader {
+        session: SessionDraft::new(Origin::OpenCode, id_from_name(name)),
+        reasoning_apart: false,
+        message: None,
+        results: Vec::new(),
+    };
+    for line in lines {
+        parsed.records += 1;
+        let value = &line.value;
+        let kind = str_field(value, "opencode").unwrap_or_default();
+        let data = value.get("data").unwrap_or(&Value::Null);
+        let time = json_time(data.get("time").and_then(|t| t.get("created")))
+            .or_else(|| json_time(data.get("time").and_then(|t| t.get("start"))));
+        if kind != "session" && !data.is_object() {
+            parsed.diagnostics.push(Diagnostic {
+                file: name.to_string(),
+                line: Some(line.number),
+                kind: "bad_record",
+                reason: format!("an OpenCode {kind} whose data is not a JSON object"),
+            });
+            reader
+                .session
+                .push_event(&kind, time, Surface::LogOnly, line.text);
+            continue;
+        }
+        match kind.as_str() {
+            "session" => {
+                reader
+                    .session
+                    .push_event("session", None, Surface::LogOnly, line.text.clone());
+                read_session(&mut reader, value.get("row").unwrap_or(&Value::Null));
+            }
+            "message" => {
+                reader.flush();
+                let event_index =
+                    reader
+                        .session
+                        .push_event("message", time, Surface::Current, line.text.clone());
+                read_message(&mut reader, value, data, time, event_index);
+            }
+            _ => {
+                let part = str_field(data, "type").unwrap_or_default();
+                let surface = match part.as_str() {
+                    "text" | "reasoning" | "tool" | "file" => Surface::Current,
+                    _ => Surface::LogOnly,
+                };
+                let event_index = reader.session.push_event(
+                    &format!("part/{part}"),
+                    time,
+                    surface,
+                    line.text.clone(),
+                );
+                read_part(&mut reader, &part, data, time, event_index);
+            }
+        }
+    }
+    reader.flush();
+    parsed.sessions.push(reader.session);
+}
+
+/// The session id of a document `<database>#<session id>`.
+fn id_from_name(name: &str) -> String {
+    name.rsplit_once('#').map_or(name, |(_, id)| id).to_string()
+}
+
+fn read_session(reader: &mut Reader, row: &Value) {
+    let s = &mut reader.session;
+    if let Some(id) = str_field(row, "id").filter(|id| !id.is_empty()) {
+        s.native_id = id;
+    }
+    if let Some(parent) = str_field(row, "parent_id").filter(|p| !p.is_empty()) {
+        s.parent_native_id = Some(parent);
+        s.branch_type = Some("subagent");
+    }
+    s.title = str_field(row, "title").filter(|t| !t.trim().is_empty());
+    s.cwd = str_field(row, "directory").filter(|d| !d.is_empty());
+    s.created_at = json_time(row.get("time_created"));
+    s.updated_at = json_time(row.get("time_updated"));
+    reader.reasoning_apart = str_field(row, "version").is_some_and(|v| at_least(&v, [1, 3, 16]));
+}
+
+/// Whether a version `major.minor.patch` is at least `want`.
+fn at_least(version: &str, want: [u64; 3]) -> bool {
+    let mut have = [0u64; 3];
+    for (slot, part) in have.iter_mut().zip(version.split(['.', '-'])) {
+        *slot = part.parse().unwrap_or(0);
+    }
+    have >= want
+}
+
+fn read_message(
+    reader: &mut Reader,
+    value: &Value,
+    data: &Value,
+    time: Option<i64>,
+    event_index: usize,
+) {
+    let role = match str_field(data, "role").as_deref() {
+        Some("assistant") => Role::Assistant,
+        _ => Role::User,
+    };
+    let mut m = MessageDraft::new(role, time, event_index);
+    if role == Role::Assistant {
+        let model = str_field(data, "modelID");
+        m.model = model.clone();
+        m.stop_reason = str_field(data, "finish");
+        if let (Some(created), Some(done)) = (
+            time,
+            json_time(data.get("time").and_then(|t| t.get("completed"))),
+        ) {
+            m.duration_ms = Some(done - created);
+        }
+        if reader.session.cwd.is_none() {
+            reader.session.cwd = data
+                .get("path")
+                .and_then(|p| str_field(p, "cwd"))
+                .filter(|c| !c.is_empty());
+        }
+        if let Some(tokens) = data.get("tokens").filter(|t| t.is_object()) {
+            let n = |v: Option<&Value>| v.and_then(Value::as_i64).unwrap_or(0);
+            let reasoning = n(tokens.get("reasoning"));
+            let cache = tokens.get("cache");
+            let t = Tokens {
+                input: n(tokens.get("input")),
+                output: n(tokens.get("output"))
+                    + if reader.reasoning_apart { reasoning } else { 0 },
+                reasoning: tokens.get("reasoning").and_then(Value::as_i64),
+                cache_read: n(cache.and_then(|c| c.get("read"))),
+                cache_write: n(cache.and_then(|c| c.get("write"))),
+                cache_write_1h: 0,
+            };
+            if [t.input, t.output, t.cache_read, t.cache_write] != [0; 4] {
+                let provider = str_field(data, "providerID").unwrap_or_default();
+                let key = format!(
+                    "opencode:{}:{provider}/{}:{}/{}/{}/{}/{}",
+                    time.unwrap_or(0),
+                    model.as_deref().unwrap_or(""),
+                    t.input,
+                    t.output,
+                    t.cache_read,
+                    t.cache_write,
+                    reasoning
+                );
+                m.tokens = Some(t);
+                reader.session.usage.push(UsageDraft {
+                    response_key: Some(key),
+                    via: RecordedVia::Transcript,
+                    subagent_native_id: None,
+                    message_index: Some(reader.session.messages.len()),
+                    request_id: str_field(value, "id"),
+                    model,
+                    tokens: t,
+                    occurred_at_ms: time,
+                    event_index,
+                });
+            }
+        }
+    }
+    reader.message = Some(m);
+}
+
+fn read_part(reader: &mut Reader, part: &str, data: &Value, time: Option<i64>, event_index: usize) {
+    let Some(m) = reader.message.as_mut() else {
+        return;
+    };
+    match part {
+        "text" => {
+            let text = str_field(data, "text").unwrap_or_default();
+            // Text OpenCode adds itself (a file's contents read for the model, a tool's
+            // output replayed) is marked synthetic.
+            if data.get("synthetic").and_then(Value::as_bool) == Some(true) {
+                m.injected = m.role == Role::User;
+            }
+            m.blocks.push(BlockDraft::text(BlockKind::Text, text));
+        }
+        "reasoning" => m.blocks.push(BlockDraft::text(
+            BlockKind::Thinking,
+            str_field(data, "text").unwrap_or_default(),
+        )),
+        "file" => {
+            let kind = if str_field(data, "mime").is_some_and(|m| m.starts_with("image/")) {
+                BlockKind::Image
+            } else {
+                BlockKind::Document
+            };
+            m.blocks.push(BlockDraft::text(
+                kind,
+                str_field(data, "filename").unwrap_or_default(),
+            ));
+        }
+        "tool" => {
+            let state = data.get("state").unwrap_or(&Value::Null);
+            let id = str_field(data, "callID");
+            m.blocks.push(BlockDraft::tool_use(
+                str_field(data, "tool"),
+                id.clone(),
+                state.get("input").unwrap_or(&Value::Null),
+            ));
+            let status = str_field(state, "status").unwrap_or_default();
+            if matches!(status.as_str(), "completed" | "error") {
+                let text = str_field(state, "output")
+                    .or_else(|| str_field(state, "error"))
+                    .unwrap_or_default();
+                let mut block = BlockDraft::text(BlockKind::ToolResult, text);
+                block.tool_id = id;
+                block.is_error = Some(status == "error");
+                let done = json_time(state.get("time").and_then(|t| t.get("end"))).or(time);
+                let mut result = MessageDraft::new(Role::Tool, done, event_index);
+                result.blocks.push(block);
+                reader.results.push(result);
+            }
+        }
+        "compaction" => reader
+            .session
+            .snapshots
+            .push(SnapshotDraft::compaction(String::new(), time)),
+        _ => {}
+    }
+}

@@ -1,0 +1,184 @@
+//! Agents that keep their sessions in a SQLite database rather than in files (OpenCode), read
+//! one session at a time.
+//!
+//! The database is opened read-only while the agent may be writing it: no lock is taken beyond
+//! a reader's, and a reader sees the WAL's committed pages. Each session becomes a document of
+//! its own, named `<database>#<session id>`: its rows as JSON Lines (the session, then each
+//! message followed by its parts), read in one transaction so the rows agree. The archive
+//! treats such a document as a whole: when the agent changes a session (a message's tokens
+//! filled in as its steps finish, a title set later), the session's document changes and
+//! replaces what the archive holds for it; an unchanged session's document is skipped by its
+//! hash. A session the agent deleted keeps its archived copy.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::discover::Candidate;
+
+/// Which agent's database a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// OpenCode's `opencode.db` (or a release channel's `opencode-<channel>.db`).
+    OpenCode,
+}
+
+impl Kind {
+    /// The kind of database a file's name says it is (what a folder's walk looks for).
+    pub fn of(path: &Path) -> Option<Kind> {
+        let name = path.file_name()?.to_str()?;
+        let channel = name
+            .strip_prefix("opencode-")
+            .and_then(|n| n.strip_suffix(".db"))
+            .is_some_and(|c| {
+                !c.is_empty()
+                    && c.chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+            });
+        (name == "opencode.db" || channel).then_some(Kind::OpenCode)
+    }
+
+    /// The kind of database its tables say it is: OpenCode's `session`, `message` and `part`,
+    /// each message and part a JSON `data` column.
+    fn detect(conn: &Connection) -> rusqlite::Result<Option<Kind>> {
+        let has = |table: &str, column: &str| -> rusqlite::Result<bool> {
+            conn.query_row(
+                "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
+                [table, column],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+        };
+        let opencode =
+            has("session", "parent_id")? && has("message", "data")? && has("part", "message_id")?;
+        Ok(opencode.then_some(Kind::OpenCode))
+    }
+}
+
+/// Whether a file starts as an SQLite database does.
+pub fn is_sqlite(path: &Path) -> bool {
+    let mut header = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header))
+        .is_ok_and(|()| &header == b"SQLite format 3\0")
+}
+
+/// The agent database a changed file belongs to: the database itself, or its write-ahead log
+/// (`<database>-wal`, where the agent's commits land first). Not the shared-memory index
+/// (`-shm`), which readers write too.
+pub fn database_of(path: &Path) -> Option<PathBuf> {
+    if Kind::of(path).is_some() {
+        return Some(path.to_path_buf());
+    }
+    let db = PathBuf::from(path.to_str()?.strip_suffix("-wal")?);
+    Kind::of(&db).map(|_| db)
+}
+
+/// One session of an agent's database.
+#[derive(Debug, Clone)]
+pub struct SessionSource {
+    /// The database file.
+    pub db: PathBuf,
+    /// Whose database.
+    pub kind: Kind,
+    /// The session's id.
+    pub session: String,
+    /// The size of its rows' JSON (for progress).
+    pub size: u64,
+}
+
+impl SessionSource {
+    /// The document's name in the archive: `<canonical database path>#<session id>`.
+    pub fn name(&self) -> String {
+        let db = self.db.canonicalize().unwrap_or_else(|_| self.db.clone());
+        format!("{}#{}", db.display(), self.session)
+    }
+}
+
+/// Opens a database read-only, as a reader beside the agent writing it.
+pub fn open(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    // A checkpoint or WAL recovery by the agent can hold readers back for a moment.
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(conn)
+}
+
+/// Every candidate with each database replaced by its sessions (or by the reason it could not
+/// be read).
+pub fn expand(candidates: Vec<Candidate>) -> Vec<Candidate> {
+    let mut out = Vec::with_capacity(candidates.len());
+    for candidate in candidates {
+        let Candidate::Database(path) = candidate else {
+            out.push(candidate);
+            continue;
+        };
+        let listed = open(&path).and_then(|conn| match Kind::detect(&conn)? {
+            Some(kind) => Ok(Some((kind, sessions(&conn, kind)?))),
+            None => Ok(None),
+        });
+        match listed {
+            Ok(None) => out.push(Candidate::Unreadable(
+                path,
+                "an SQLite database, but not one of an agent quarry reads".to_string(),
+            )),
+            Ok(Some((kind, list))) => out.extend(list.into_iter().map(|(session, size)| {
+                Candidate::Session(SessionSource {
+                    db: path.clone(),
+                    kind,
+                    session,
+                    size,
+                })
+            })),
+            Err(e) => out.push(Candidate::Unreadable(
+                path,
+                format!("cannot read the database: {e}"),
+            )),
+        }
+    }
+    out
+}
+
+/// The sessions of a database, with the size of each one's rows.
+fn sessions(conn: &Connection, kind: Kind) -> rusqlite::Result<Vec<(String, u64)>> {
+    match kind {
+        Kind::OpenCode => super::opencode::sessions(conn),
+    }
+}
+
+/// A session's document: its rows as JSON Lines, read in one transaction.
+pub fn document(conn: &Connection, source: &SessionSource) -> rusqlite::Result<Vec<u8>> {
+    conn.execute_batch("BEGIN")?;
+    let rows = match source.kind {
+        Kind::OpenCode => super::opencode::document(conn, &source.session),
+    };
+    conn.execute_batch("COMMIT")?;
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::{Kind, database_of};
+
+    #[test]
+    fn databases_are_known_by_name_in_a_folder_and_by_their_log() {
+        assert_eq!(Kind::of(Path::new("/d/opencode.db")), Some(Kind::OpenCode));
+        assert_eq!(
+            Kind::of(Path::new("/d/opencode-dev.db")),
+            Some(Kind::OpenCode)
+        );
+        assert_eq!(Kind::of(Path::new("/d/opencode-.db")), None);
+        assert_eq!(Kind::of(Path::new("/d/opencode.db.bak")), None);
+        assert_eq!(Kind::of(Path::new("/d/archive.db")), None);
+        // A commit lands in the write-ahead log first; readers write the shared-memory index.
+        let db = Some(PathBuf::from("/d/opencode.db"));
+        assert_eq!(database_of(Path::new("/d/opencode.db-wal")), db);
+        assert_eq!(database_of(Path::new("/d/opencode.db")), db);
+        assert_eq!(database_of(Path::new("/d/opencode.db-shm")), None);
+        assert_eq!(database_of(Path::new("/d/archive.db-wal")), None);
+    }
+}
