@@ -39,6 +39,7 @@ AGENT_OF_ORIGIN = {
     "kimi-cli-session": "kimi",
     "copilot-cli-session": "copilot",
     "opencode-session": "opencode",
+    "kilo-session": "kilo",
 }
 # The session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and where
 # the agent keeps its contents under HOME (subfolders kept).
@@ -49,6 +50,8 @@ AGENT_FIXTURES = [
     ("copilot", Path(".copilot")),
     ("opencode", Path(".local/share/opencode")),
 ]
+# Kilo CLI keeps OpenCode's tables under another name: the OpenCode database again, as Kilo's.
+AGENT_COPIES = [(Path("opencode/opencode.db"), Path(".local/share/kilo/kilo.db"))]
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agents"
 
 
@@ -92,6 +95,10 @@ def layout(corpus: Path, home: Path) -> None:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest)
             files += 1
+    for src, dest in AGENT_COPIES:
+        (home / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(FIXTURES / src, home / dest)
+        files += 1
     print(f"laid out {files} files under {home}", file=sys.stderr)
 
 

@@ -219,7 +219,7 @@ fn opencode_counts_each_call_once_across_forks_and_releases() {
             ),
             ("gpt-5", [1, 500, 40 + 25, 0, 0]),
         ],
-        crate::oracle::opencode(&data.join("opencode.db")),
+        crate::oracle::opencode(&data.join("opencode.db"), [1, 3, 16]),
     );
     assert_eq!(
         responses_by_session(&archive),
@@ -314,35 +314,77 @@ fn an_opencode_database_changed_between_ingests_equals_a_fresh_ingest() {
 /// the file `$OPENCODE_DB` names.
 #[test]
 fn opencode_real_database_equals_an_independent_reading_wherever_it_is() {
+    let real = |db: &Path| {
+        std::fs::copy(fixtures("opencode").join("opencode.db"), db).unwrap();
+    };
+    in_each_place(
+        "opencode",
+        "OPENCODE_DB",
+        real,
+        |place, summary, archive, db| {
+            assert_eq!(
+                summary["sessions_ingested"]["opencode-session"], 2,
+                "{place}: {summary}"
+            );
+            let want = crate::oracle::opencode(db, [1, 3, 16]);
+            assert_eq!(want["glm-5"][0], 8);
+            assert_eq!(usage_by_model(archive), want, "{place}");
+        },
+    );
+}
+
+/// Kilo CLI keeps OpenCode's tables in `~/.local/share/kilo/kilo.db` (`$XDG_DATA_HOME/kilo`,
+/// `$KILO_DB`): its sessions are Kilo's, and its releases are numbered apart from OpenCode's
+/// (the subagent's session, created by "1.3.17", keeps its 25 of reasoning inside the output:
+/// gpt-5's output is 40, not 65).
+#[test]
+fn kilo_sessions_are_found_where_kilo_keeps_them_and_are_kilos() {
+    let traps = |db: &Path| drop(opencode_traps(db));
+    in_each_place("kilo", "KILO_DB", traps, |place, summary, archive, db| {
+        let want = crate::oracle::opencode(db, [7, 0, 0]);
+        assert_eq!(want["gpt-5"], [1, 500, 40, 0, 0]);
+        assert_eq!(usage_by_model(archive), want, "{place}: {summary}");
+        assert_eq!(
+            summary["sessions_ingested"]["kilo-session"], 3,
+            "{place}: {summary}"
+        );
+    });
+}
+
+/// An agent's database made by `make` where the agent keeps it (`~/.local/share/<agent>/
+/// <agent>.db`, `$XDG_DATA_HOME/<agent>/<agent>.db`, and a file of another name that the
+/// variable `var` names), found by `quarry ingest` with no path; `check` gets the place, the
+/// summary, the archive and the database.
+fn in_each_place(
+    agent: &str,
+    var: &str,
+    make: impl Fn(&Path),
+    check: impl Fn(&str, &serde_json::Value, &rusqlite::Connection, &Path),
+) {
     for place in ["home", "xdg", "variable"] {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
-        let folder = match place {
-            "home" => home.join(".local/share/opencode"),
-            "xdg" => dir.path().join("xdg/opencode"),
-            _ => dir.path().join("elsewhere"),
+        let (folder, vars): (PathBuf, Vec<(&str, PathBuf)>) = match place {
+            "home" => (home.join(".local/share").join(agent), Vec::new()),
+            "xdg" => (
+                dir.path().join("xdg").join(agent),
+                vec![("XDG_DATA_HOME", dir.path().join("xdg"))],
+            ),
+            _ => (dir.path().join("elsewhere"), Vec::new()),
         };
         std::fs::create_dir_all(&folder).unwrap();
-        let db_file = folder.join(if place == "variable" {
-            "mine.db"
+        let db = match place {
+            "variable" => folder.join("mine.db"),
+            _ => folder.join(format!("{agent}.db")),
+        };
+        make(&db);
+        let vars = if place == "variable" {
+            vec![(var, db.clone())]
         } else {
-            "opencode.db"
-        });
-        std::fs::copy(fixtures("opencode").join("opencode.db"), &db_file).unwrap();
-        let vars: Vec<(&str, PathBuf)> = match place {
-            "xdg" => vec![("XDG_DATA_HOME", dir.path().join("xdg"))],
-            "variable" => vec![("OPENCODE_DB", db_file.clone())],
-            _ => Vec::new(),
+            vars
         };
         let summary = ingest_discovered(dir.path(), &home, &vars);
-        assert_eq!(
-            summary["sessions_ingested"]["opencode-session"], 2,
-            "{place}: {summary}"
-        );
-        let archive = open(&dir.path().join("a.db"));
-        let want = crate::oracle::opencode(&db_file);
-        assert_eq!(want["glm-5"][0], 8);
-        assert_eq!(usage_by_model(&archive), want, "{place}");
+        check(place, &summary, &open(&dir.path().join("a.db")), &db);
     }
 }
 
@@ -791,6 +833,7 @@ fn ingest_discovered(dir: &Path, home: &Path, vars: &[(&str, PathBuf)]) -> serde
         .env_remove("COPILOT_HOME")
         .env_remove("XDG_DATA_HOME")
         .env_remove("OPENCODE_DB")
+        .env_remove("KILO_DB")
         .env("HOME", home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("CODEX_HOME", home.join(".codex"));

@@ -525,11 +525,13 @@ pub fn copilot(dir: &Path) -> BTreeMap<String, [i64; 5]> {
     by_model(seen)
 }
 
-/// OpenCode usage by model (count, input, output, cache reads, cache writes), read straight
-/// from the database's `message` table: every assistant row's `tokens` with some count, the
-/// output with the reasoning added where the session's release (1.3.16 on) keeps it apart, and
-/// a row copied into a fork (new ids, the same time, provider, model and counts) once.
-pub fn opencode(db: &Path) -> BTreeMap<String, [i64; 5]> {
+/// OpenCode (or Kilo CLI) usage by model (count, input, output, cache reads, cache writes), read
+/// straight from the database's `message` table: every assistant row's `tokens` with some
+/// count, the output with the reasoning added where it was kept apart (the row's `total` is
+/// input, output and reasoning, with or without the cache counts; with no such total, the
+/// session's release is `since` or later), and a row copied into a fork (new ids, the same
+/// time, provider, model and counts) once.
+pub fn opencode(db: &Path, since: [u64; 3]) -> BTreeMap<String, [i64; 5]> {
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("open");
@@ -552,8 +554,21 @@ pub fn opencode(db: &Path) -> BTreeMap<String, [i64; 5]> {
         }
         let n = |v: &Value| v.as_i64().unwrap_or(0);
         let v: Vec<u64> = version.split('.').map(|p| p.parse().unwrap_or(0)).collect();
-        let apart = v >= vec![1, 3, 16];
         let reasoning = n(&t["reasoning"]);
+        let (i, o, cr, cw) = (
+            n(&t["input"]),
+            n(&t["output"]),
+            n(&t["cache"]["read"]),
+            n(&t["cache"]["write"]),
+        );
+        let sums = |r: i64| [i + o + r, i + cr + o + r, i + cr + cw + o + r];
+        let total = t["total"].as_i64();
+        let apart = match total {
+            Some(total) if sums(0).contains(&total) != sums(reasoning).contains(&total) => {
+                sums(reasoning).contains(&total)
+            }
+            _ => v >= since.to_vec(),
+        } && reasoning > 0;
         let counts = [
             n(&t["input"]),
             n(&t["output"]) + if apart { reasoning } else { 0 },

@@ -4,16 +4,17 @@ use std::path::{Path, PathBuf};
 
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
-pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db";
+pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db, ~/.local/share/kilo/kilo.db";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
 /// `~/.gemini/tmp`, `~/.pi/agent/sessions` (or `$PI_CODING_AGENT_DIR/sessions`; pi expands
 /// a leading `~` in it) and `~/.qwen/projects` (or `$QWEN_RUNTIME_DIR/projects`, else
 /// `$QWEN_HOME/projects`), `~/.kimi/sessions` (or `$KIMI_SHARE_DIR/sessions`) and
-/// `~/.copilot/session-state` (or `$COPILOT_HOME/session-state`), and OpenCode's databases:
-/// `$OPENCODE_DB`, else each `opencode.db` / `opencode-<channel>.db` in
-/// `${XDG_DATA_HOME:-~/.local/share}/opencode`.
+/// `~/.copilot/session-state` (or `$COPILOT_HOME/session-state`), and the databases of OpenCode
+/// (`$OPENCODE_DB`, else each `opencode.db` / `opencode-<channel>.db` in
+/// `${XDG_DATA_HOME:-~/.local/share}/opencode`) and Kilo CLI (`$KILO_DB`, else `kilo.db` and
+/// its channels' in `${XDG_DATA_HOME:-~/.local/share}/kilo`).
 pub fn default_roots() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -49,18 +50,20 @@ pub fn default_roots() -> Vec<PathBuf> {
     .into_iter()
     .flatten()
     .filter(|p| p.is_dir())
-    .chain(opencode_databases(home.as_deref()))
+    .chain(databases(home.as_deref(), "OPENCODE_DB", "opencode"))
+    .chain(databases(home.as_deref(), "KILO_DB", "kilo"))
     .collect()
 }
 
-/// OpenCode's databases: the file `$OPENCODE_DB` names, else those in its data folder (the
-/// folder's JSON files of releases before 1.2 are not read).
-fn opencode_databases(home: Option<&Path>) -> Vec<PathBuf> {
-    if let Some(db) = env_dir("OPENCODE_DB") {
+/// An agent's databases: the file the variable `var` names, else those in its data folder
+/// `${XDG_DATA_HOME:-~/.local/share}/<folder>` (the folder's JSON files of OpenCode releases
+/// before 1.2 are not read).
+fn databases(home: Option<&Path>, var: &str, folder: &str) -> Vec<PathBuf> {
+    if let Some(db) = env_dir(var) {
         return vec![db].into_iter().filter(|p| p.is_file()).collect();
     }
     let data = env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")));
-    let Some(folder) = data.map(|d| d.join("opencode")) else {
+    let Some(folder) = data.map(|d| d.join(folder)) else {
         return Vec::new();
     };
     let mut found: Vec<PathBuf> = std::fs::read_dir(&folder)

@@ -30,11 +30,13 @@ pub enum Origin {
     CopilotCli,
     /// OpenCode's session database.
     OpenCode,
+    /// Kilo CLI's session database (OpenCode's tables).
+    Kilo,
 }
 
 impl Origin {
     /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
-    pub const ALL: [Origin; 11] = [
+    pub const ALL: [Origin; 12] = [
         Origin::ClaudeCode,
         Origin::Codex,
         Origin::ChatGpt,
@@ -46,6 +48,7 @@ impl Origin {
         Origin::KimiCli,
         Origin::CopilotCli,
         Origin::OpenCode,
+        Origin::Kilo,
     ];
 
     /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].

@@ -19,11 +19,13 @@
 //!
 //! Usage: one row per assistant message with tokens. `tokens.input` excludes both cache counts
 //! (OpenCode 1.0.62 on). `tokens.output` holds the reasoning up to OpenCode 1.3.15 and not from
-//! 1.3.16, which the message does not say: the session's `version` (the release that created
-//! it) decides, so `output_tokens` always includes it. A subagent's calls are in its own
+//! 1.3.16 (Kilo CLI: not in 7), which the message does not name: its `tokens.total` tells where
+//! it matches one reading only, else the session's `version` (the release that created it), so
+//! `output_tokens` always includes the reasoning. Kilo CLI, a fork, writes the same tables to
+//! `kilo.db`; its sessions get their own origin. A subagent's calls are in its own
 //! session (`parent_id`). The trap is the fork: a new session copying the messages and parts
 //! under new ids with the same times, models and tokens; the response key is what survives the
-//! copy, `opencode:<created ms>:<provider>/<model>:<counts>`, so the copy adds nothing and the
+//! copy, `opencode:<created ms>:<provider>/<model>:<counts>` (Kilo's `kilo:...`), so the copy adds nothing and the
 //! earlier session owns the response. A message whose counts are all 0 (an aborted call) has
 //! no row.
 
@@ -46,8 +48,9 @@ pub fn sessions(conn: &Connection) -> rusqlite::Result<Vec<(String, u64)>> {
         .collect()
 }
 
-/// One session's rows as JSON Lines: the session, then each message and its parts.
-pub fn document(conn: &Connection, session: &str) -> rusqlite::Result<Vec<u8>> {
+/// One session's rows as JSON Lines: the session (with the name of the agent whose database it
+/// is), then each message and its parts.
+pub fn document(conn: &Connection, session: &str, agent: &str) -> rusqlite::Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut line = |value: Value| {
         out.extend_from_slice(value.to_string().as_bytes());
@@ -71,7 +74,7 @@ pub fn document(conn: &Connection, session: &str) -> rusqlite::Result<Vec<u8>> {
         }
         Ok(row)
     })?;
-    line(serde_json::json!({"opencode": "session", "row": row}));
+    line(serde_json::json!({"opencode": "session", "agent": agent, "row": row}));
     let mut parts = conn.prepare(
         "SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id",
     )?;
@@ -116,7 +119,8 @@ pub fn is_line(value: &Value) -> bool {
 /// that follow it.
 struct Reader {
     session: SessionDraft,
-    /// `tokens.output` excludes the reasoning (OpenCode 1.3.16 on).
+    /// The release that created the session keeps the reasoning out of `tokens.output`
+    /// (OpenCode 1.3.16 on, Kilo CLI 7 on), where a call's `total` does not say.
     reasoning_apart: bool,
     message: Option<MessageDraft>,
     results: Vec<MessageDraft>,
@@ -160,6 +164,9 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
         }
         match kind.as_str() {
             "session" => {
+                if str_field(value, "agent").as_deref() == Some("kilo") {
+                    reader.session.origin = Origin::Kilo;
+                }
                 reader
                     .session
                     .push_event("session", None, Surface::LogOnly, line.text.clone());
@@ -211,7 +218,11 @@ fn read_session(reader: &mut Reader, row: &Value) {
     s.cwd = str_field(row, "directory").filter(|d| !d.is_empty());
     s.created_at = json_time(row.get("time_created"));
     s.updated_at = json_time(row.get("time_updated"));
-    reader.reasoning_apart = str_field(row, "version").is_some_and(|v| at_least(&v, [1, 3, 16]));
+    let since = match reader.session.origin {
+        Origin::Kilo => [7, 0, 0],
+        _ => [1, 3, 16],
+    };
+    reader.reasoning_apart = str_field(row, "version").is_some_and(|v| at_least(&v, since));
 }
 
 /// Whether a version `major.minor.patch` is at least `want`.
@@ -255,10 +266,20 @@ fn read_message(
             let n = |v: Option<&Value>| v.and_then(Value::as_i64).unwrap_or(0);
             let reasoning = n(tokens.get("reasoning"));
             let cache = tokens.get("cache");
-            let t = Tokens {
+            let counts = Counts {
                 input: n(tokens.get("input")),
-                output: n(tokens.get("output"))
-                    + if reader.reasoning_apart { reasoning } else { 0 },
+                output: n(tokens.get("output")),
+                reasoning,
+                cache_read: n(cache.and_then(|c| c.get("read"))),
+                cache_write: n(cache.and_then(|c| c.get("write"))),
+            };
+            let apart = counts.reasoning_apart(
+                tokens.get("total").and_then(Value::as_i64),
+                reader.reasoning_apart,
+            );
+            let t = Tokens {
+                input: counts.input,
+                output: counts.output + if apart { reasoning } else { 0 },
                 reasoning: tokens.get("reasoning").and_then(Value::as_i64),
                 cache_read: n(cache.and_then(|c| c.get("read"))),
                 cache_write: n(cache.and_then(|c| c.get("write"))),
@@ -266,8 +287,12 @@ fn read_message(
             };
             if [t.input, t.output, t.cache_read, t.cache_write] != [0; 4] {
                 let provider = str_field(data, "providerID").unwrap_or_default();
+                let agent = match reader.session.origin {
+                    Origin::Kilo => "kilo",
+                    _ => "opencode",
+                };
                 let key = format!(
-                    "opencode:{}:{provider}/{}:{}/{}/{}/{}/{}",
+                    "{agent}:{}:{provider}/{}:{}/{}/{}/{}/{}",
                     time.unwrap_or(0),
                     model.as_deref().unwrap_or(""),
                     t.input,
@@ -292,6 +317,40 @@ fn read_message(
         }
     }
     reader.message = Some(m);
+}
+
+/// A call's `tokens` as OpenCode writes them.
+struct Counts {
+    input: i64,
+    output: i64,
+    reasoning: i64,
+    cache_read: i64,
+    cache_write: i64,
+}
+
+impl Counts {
+    /// Whether `output` leaves the reasoning out. `total` (the provider's total through the AI
+    /// SDK, which counts the reasoning once, and the cache reads and writes or not by provider)
+    /// says so where it matches only one reading; else the session's release (`by_release`).
+    fn reasoning_apart(&self, total: Option<i64>, by_release: bool) -> bool {
+        if self.reasoning == 0 {
+            return false;
+        }
+        if let Some(total) = total {
+            let (i, o, r) = (self.input, self.output, self.reasoning);
+            let bases = [
+                i + o,
+                i + self.cache_read + o,
+                i + self.cache_read + self.cache_write + o,
+            ];
+            let inside = bases.contains(&total);
+            let apart = bases.iter().any(|b| b + r == total);
+            if inside != apart {
+                return apart;
+            }
+        }
+        by_release
+    }
 }
 
 fn read_part(reader: &mut Reader, part: &str, data: &Value, time: Option<i64>, event_index: usize) {
@@ -350,5 +409,37 @@ fn read_part(reader: &mut Reader, part: &str, data: &Value, time: Option<i64>, e
             .snapshots
             .push(SnapshotDraft::compaction(String::new(), time)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Counts;
+
+    fn counts(output: i64, reasoning: i64) -> Counts {
+        Counts {
+            input: 100,
+            output,
+            reasoning,
+            cache_read: 1000,
+            cache_write: 10,
+        }
+    }
+
+    /// The total tells where the reasoning is, for a total with or without the cache, and the
+    /// release decides only where the total is missing or fits both readings.
+    #[test]
+    fn the_total_says_whether_the_output_holds_the_reasoning() {
+        // 1.3.15 and before: output 50 holds 20 of reasoning.
+        assert!(!counts(50, 20).reasoning_apart(Some(100 + 1000 + 10 + 50), true));
+        assert!(!counts(50, 20).reasoning_apart(Some(100 + 50), true));
+        // 1.3.16 on: output 30 without the 20.
+        assert!(counts(30, 20).reasoning_apart(Some(100 + 1000 + 10 + 30 + 20), false));
+        assert!(counts(30, 20).reasoning_apart(Some(100 + 30 + 20), false));
+        // No total, or one that fits neither: the release.
+        assert!(counts(30, 20).reasoning_apart(None, true));
+        assert!(!counts(30, 20).reasoning_apart(Some(7), false));
+        // No reasoning: nothing to add.
+        assert!(!counts(30, 0).reasoning_apart(Some(130), true));
     }
 }

@@ -1,5 +1,5 @@
-//! Agents that keep their sessions in a SQLite database rather than in files (OpenCode), read
-//! one session at a time.
+//! Agents that keep their sessions in a SQLite database rather than in files (OpenCode and its
+//! fork Kilo CLI, which share one schema), read one session at a time.
 //!
 //! The database is opened read-only while the agent may be writing it: no lock is taken beyond
 //! a reader's, and a reader sees the WAL's committed pages. Each session becomes a document of
@@ -21,26 +21,50 @@ use super::discover::Candidate;
 pub enum Kind {
     /// OpenCode's `opencode.db` (or a release channel's `opencode-<channel>.db`).
     OpenCode,
+    /// Kilo CLI's `kilo.db` (or `kilo-<channel>.db`, or an older channel's
+    /// `opencode-<channel>.db` in Kilo's data folder `kilo`).
+    Kilo,
 }
 
 impl Kind {
     /// The kind of database a file's name says it is (what a folder's walk looks for).
     pub fn of(path: &Path) -> Option<Kind> {
         let name = path.file_name()?.to_str()?;
-        let channel = name
-            .strip_prefix("opencode-")
-            .and_then(|n| n.strip_suffix(".db"))
-            .is_some_and(|c| {
-                !c.is_empty()
-                    && c.chars()
-                        .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
-            });
-        (name == "opencode.db" || channel).then_some(Kind::OpenCode)
+        let named = |agent: &str| {
+            let channel = name
+                .strip_prefix(agent)
+                .and_then(|n| n.strip_prefix('-'))
+                .and_then(|n| n.strip_suffix(".db"))
+                .is_some_and(|c| {
+                    !c.is_empty()
+                        && c.chars()
+                            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+                });
+            channel || name.strip_suffix(".db") == Some(agent)
+        };
+        let in_kilo = path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|f| f == "kilo");
+        if named("kilo") || (named("opencode") && in_kilo) {
+            Some(Kind::Kilo)
+        } else {
+            named("opencode").then_some(Kind::OpenCode)
+        }
+    }
+
+    /// The agent's name in a session's document.
+    pub fn agent(self) -> &'static str {
+        match self {
+            Kind::OpenCode => "opencode",
+            Kind::Kilo => "kilo",
+        }
     }
 
     /// The kind of database its tables say it is: OpenCode's `session`, `message` and `part`,
-    /// each message and part a JSON `data` column.
-    fn detect(conn: &Connection) -> rusqlite::Result<Option<Kind>> {
+    /// each message and part a JSON `data` column (Kilo's are the same: the name tells them
+    /// apart, OpenCode's where it does not).
+    fn detect(conn: &Connection, path: &Path) -> rusqlite::Result<Option<Kind>> {
         let has = |table: &str, column: &str| -> rusqlite::Result<bool> {
             conn.query_row(
                 "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
@@ -51,7 +75,29 @@ impl Kind {
         };
         let opencode =
             has("session", "parent_id")? && has("message", "data")? && has("part", "message_id")?;
-        Ok(opencode.then_some(Kind::OpenCode))
+        Ok(opencode.then(|| {
+            Kind::of(path)
+                .or_else(|| Kind::named_by_variable(path))
+                .unwrap_or(Kind::OpenCode)
+        }))
+    }
+
+    /// The agent whose variable (`$OPENCODE_DB`, `$KILO_DB`) names this file, whatever its name.
+    fn named_by_variable(path: &Path) -> Option<Kind> {
+        let same = |var: &str| {
+            std::env::var_os(var).is_some_and(|named| {
+                let named = Path::new(&named);
+                named == path
+                    || named
+                        .canonicalize()
+                        .is_ok_and(|n| path.canonicalize().is_ok_and(|p| p == n))
+            })
+        };
+        if same("KILO_DB") {
+            Some(Kind::Kilo)
+        } else {
+            same("OPENCODE_DB").then_some(Kind::OpenCode)
+        }
     }
 }
 
@@ -115,7 +161,7 @@ pub fn expand(candidates: Vec<Candidate>) -> Vec<Candidate> {
             out.push(candidate);
             continue;
         };
-        let listed = open(&path).and_then(|conn| match Kind::detect(&conn)? {
+        let listed = open(&path).and_then(|conn| match Kind::detect(&conn, &path)? {
             Some(kind) => Ok(Some((kind, sessions(&conn, kind)?))),
             None => Ok(None),
         });
@@ -144,7 +190,7 @@ pub fn expand(candidates: Vec<Candidate>) -> Vec<Candidate> {
 /// The sessions of a database, with the size of each one's rows.
 fn sessions(conn: &Connection, kind: Kind) -> rusqlite::Result<Vec<(String, u64)>> {
     match kind {
-        Kind::OpenCode => super::opencode::sessions(conn),
+        Kind::OpenCode | Kind::Kilo => super::opencode::sessions(conn),
     }
 }
 
@@ -152,7 +198,9 @@ fn sessions(conn: &Connection, kind: Kind) -> rusqlite::Result<Vec<(String, u64)
 pub fn document(conn: &Connection, source: &SessionSource) -> rusqlite::Result<Vec<u8>> {
     conn.execute_batch("BEGIN")?;
     let rows = match source.kind {
-        Kind::OpenCode => super::opencode::document(conn, &source.session),
+        Kind::OpenCode | Kind::Kilo => {
+            super::opencode::document(conn, &source.session, source.kind.agent())
+        }
     };
     conn.execute_batch("COMMIT")?;
     rows
@@ -174,6 +222,13 @@ mod tests {
         assert_eq!(Kind::of(Path::new("/d/opencode-.db")), None);
         assert_eq!(Kind::of(Path::new("/d/opencode.db.bak")), None);
         assert_eq!(Kind::of(Path::new("/d/archive.db")), None);
+        assert_eq!(Kind::of(Path::new("/d/kilo.db")), Some(Kind::Kilo));
+        assert_eq!(Kind::of(Path::new("/d/kilo-beta.db")), Some(Kind::Kilo));
+        assert_eq!(
+            Kind::of(Path::new("/d/kilo/opencode-dev.db")),
+            Some(Kind::Kilo)
+        );
+        assert_eq!(Kind::of(Path::new("/d/kilocode.db")), None);
         // A commit lands in the write-ahead log first; readers write the shared-memory index.
         let db = Some(PathBuf::from("/d/opencode.db"));
         assert_eq!(database_of(Path::new("/d/opencode.db-wal")), db);

@@ -220,6 +220,12 @@ pub const ORIGINS: &[OriginDecl] = &[
         lines: true,
         label: "OpenCode",
     },
+    OriginDecl {
+        name: "kilo-session",
+        harness: "kilo",
+        lines: true,
+        label: "Kilo CLI",
+    },
 ];
 
 /// The closed vocabulary of `assertions.status`, in the spec's order.
