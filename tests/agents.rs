@@ -65,7 +65,7 @@ fn oc_session(conn: &rusqlite::Connection, id: &str, parent: Option<&str>, versi
 }
 
 /// Writes a message row and its parts (`(part id, data)`, in order).
-fn oc_message(
+pub fn oc_message(
     conn: &rusqlite::Connection,
     session: &str,
     id: &str,
@@ -89,7 +89,7 @@ fn oc_message(
 
 /// An assistant message's data: `model` through `provider` at `at` with `tokens` (input,
 /// output, reasoning, cache read, cache write).
-fn oc_assistant(at: i64, provider: &str, model: &str, t: [i64; 5]) -> serde_json::Value {
+pub fn oc_assistant(at: i64, provider: &str, model: &str, t: [i64; 5]) -> serde_json::Value {
     serde_json::json!({
         "role": "assistant", "time": {"created": at, "completed": at + 900},
         "parentID": "msg_x", "modelID": model, "providerID": provider, "mode": "build",
@@ -105,29 +105,33 @@ fn oc_user(at: i64) -> serde_json::Value {
                        "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}})
 }
 
-fn oc_text(text: &str) -> serde_json::Value {
+pub fn oc_text(text: &str) -> serde_json::Value {
     serde_json::json!({"type": "text", "text": text})
 }
 
-const T0: i64 = 1_772_000_000_000;
+pub const T0: i64 = 1_772_000_000_000;
 
 /// The OpenCode traps, in a database built here: `ses_a` (created by 1.2.15) asks, answers with
 /// a shell call (input 1,000, output 200 with 50 of reasoning in it, 300 cache reads, 100
 /// writes), answers again (50 / 20 / 1,300 reads) and has an aborted call (all 0: no row);
-/// `ses_b`, a fork, copies the prompt and the first answer under new ids (same time, model and
-/// counts: counted once) and adds one (70 / 30); `ses_c`, a subagent of `ses_a` created by
+/// `ses_b`, a fork made by 1.3.17, copies the prompt and the first answer under new ids (same
+/// time, model and counts: counted once, as 1.2.15 wrote it) and adds one (70 / 30); `ses_c`, a subagent of `ses_a` created by
 /// 1.3.17, calls gpt-5 (500 / 40, and 25 of reasoning that this release keeps outside the
 /// output).
-fn opencode_traps(path: &Path) -> rusqlite::Connection {
+pub fn opencode_traps(path: &Path) -> rusqlite::Connection {
     let conn = opencode_db(path);
     let sonnet = |at, t| oc_assistant(at, "anthropic", "claude-sonnet-4-5", t);
     oc_session(&conn, "ses_a", None, "1.2.15", T0);
+    // The prompt names a file, whose contents OpenCode adds as a synthetic part; the
+    // subagent's first message is only such a part.
+    let file = serde_json::json!({"type": "text", "synthetic": true,
+        "text": "Called the Read tool with the following input: {\"filePath\": \"ci.yml\"}"});
     oc_message(
         &conn,
         "ses_a",
         "msg_a1",
         oc_user(T0 + 1000),
-        &[oc_text("Why is the build red?")],
+        &[oc_text("Why is the build red? @ci.yml"), file.clone()],
     );
     let call = serde_json::json!({"type": "tool", "callID": "call_1", "tool": "bash",
         "state": {"status": "completed", "input": {"command": "cargo test"},
@@ -152,13 +156,7 @@ fn opencode_traps(path: &Path) -> rusqlite::Connection {
     aborted["error"] = serde_json::json!({"name": "MessageAbortedError"});
     oc_message(&conn, "ses_a", "msg_a4", aborted, &[]);
     oc_session(&conn, "ses_c", Some("ses_a"), "1.3.17", T0 + 5000);
-    oc_message(
-        &conn,
-        "ses_c",
-        "msg_c1",
-        oc_user(T0 + 5000),
-        &[oc_text("Find the failing test.")],
-    );
+    oc_message(&conn, "ses_c", "msg_c1", oc_user(T0 + 5000), &[file]);
     oc_message(
         &conn,
         "ses_c",
@@ -166,7 +164,9 @@ fn opencode_traps(path: &Path) -> rusqlite::Connection {
         oc_assistant(T0 + 6000, "openai", "gpt-5", [500, 40, 25, 0, 0]),
         &[oc_text("tests/login.rs:12")],
     );
-    oc_session(&conn, "ses_b", None, "1.2.15", T0 + 10_000);
+    // Forked by a later release, which keeps the reasoning apart: the copies are still the rows
+    // as the first session's release wrote them.
+    oc_session(&conn, "ses_b", None, "1.3.17", T0 + 10_000);
     oc_message(
         &conn,
         "ses_b",
@@ -243,6 +243,18 @@ fn opencode_counts_each_call_once_across_forks_and_releases() {
             []
         ),
         "cargo test"
+    );
+    // A prompt with a synthetic part beside the typed text is a person's; one with only
+    // synthetic text is not.
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT group_concat(session_id || '=' || authored_user_messages, ' ') FROM
+             (SELECT * FROM sessions WHERE session_id IN
+              ('opencode-session:ses_a', 'opencode-session:ses_c') ORDER BY session_id)",
+            []
+        ),
+        "opencode-session:ses_a=1 opencode-session:ses_c=0"
     );
     drop(conn);
 }
@@ -412,7 +424,7 @@ fn opencode_damaged_rows_and_databases_are_reported() {
     assert!(
         diagnostics
             .iter()
-            .any(|d| d["file"].as_str().unwrap().ends_with("opencode.db#ses_a") && d["line"] == 7),
+            .any(|d| d["file"].as_str().unwrap().ends_with("opencode.db#ses_a") && d["line"] == 8),
         "{summary}"
     );
     assert!(
@@ -421,8 +433,23 @@ fn opencode_damaged_rows_and_databases_are_reported() {
             .any(|d| d["kind"] == "unreadable" && d["file"].as_str().unwrap().contains("broken")),
         "{summary}"
     );
-    let figures = usage_by_model(&open(&db));
+    let archive = open(&db);
+    let figures = usage_by_model(&archive);
     assert_eq!(figures["claude-sonnet-4-5"], [2, 1070, 230, 300, 100]);
+    // The unreadable answer's text goes nowhere: not onto the answer before it.
+    assert_eq!(
+        roles(&archive, "opencode-session:ses_a"),
+        "user assistant tool assistant"
+    );
+    assert_eq!(
+        crate::support::scalar(
+            &archive,
+            "SELECT COUNT(*) FROM blocks WHERE session_id = 'opencode-session:ses_a'
+             AND text LIKE 'One test fails%'",
+            []
+        ),
+        0
+    );
 }
 
 /// The archive's usage by model is `want` (figures worked out by hand), and so is the

@@ -484,3 +484,37 @@ fn the_live_stream_names_only_what_the_callers_scope_sees_and_ends_when_revoked(
         ]
     );
 }
+
+/// `quarry watch` on OpenCode's database (a file, as `$OPENCODE_DB` names it) reads a session
+/// again as soon as OpenCode commits to it: the commit lands in `opencode.db-wal`, which the
+/// watch maps to the database (the rescan is an hour away, so only the notification can do it).
+#[test]
+fn watch_reads_an_opencode_database_as_opencode_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    std::fs::create_dir_all(&data).unwrap();
+    let db = data.join("opencode.db");
+    let conn = crate::agents::opencode_traps(&db);
+    let archive = dir.path().join("archive.db");
+    let log = dir.path().join("watch.log");
+    let mut child = watch(&archive, &db, &log, &["--rescan", "1h"]);
+    let usage = "SELECT count(*) FROM usage";
+    wait_for(&archive, usage, 4);
+    crate::agents::oc_message(
+        &conn,
+        "ses_b",
+        "msg_b5",
+        crate::agents::oc_assistant(
+            crate::agents::T0 + 13_000,
+            "anthropic",
+            "claude-sonnet-4-5",
+            [9, 9, 0, 0, 0],
+        ),
+        &[crate::agents::oc_text("Also done.")],
+    );
+    wait_for(&archive, usage, 5);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("no notifications"), "{text}");
+}

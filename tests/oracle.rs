@@ -530,21 +530,25 @@ pub fn copilot(dir: &Path) -> BTreeMap<String, [i64; 5]> {
 /// count, the output with the reasoning added where it was kept apart (the row's `total` is
 /// input, output and reasoning, with or without the cache counts; with no such total, the
 /// session's release is `since` or later), and a row copied into a fork (new ids, the same
-/// time, provider, model and counts) once.
+/// time, provider, model and counts) once. A message older than its session (a fork's copy) is
+/// not judged by the session's release.
 pub fn opencode(db: &Path, since: [u64; 3]) -> BTreeMap<String, [i64; 5]> {
     let conn =
         rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
             .expect("open");
     let mut stmt = conn
-        .prepare("SELECT s.version, m.data FROM message m JOIN session s ON s.id = m.session_id")
+        .prepare(
+            "SELECT s.version, s.time_created, m.data FROM message m
+             JOIN session s ON s.id = m.session_id",
+        )
         .expect("prepare");
-    let rows: Vec<(String, String)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+    let rows: Vec<(String, i64, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .expect("query")
         .collect::<Result<_, _>>()
         .expect("rows");
     let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
-    for (version, data) in rows {
+    for (version, session_created, data) in rows {
         let Ok(m) = serde_json::from_str::<Value>(&data) else {
             continue;
         };
@@ -563,12 +567,18 @@ pub fn opencode(db: &Path, since: [u64; 3]) -> BTreeMap<String, [i64; 5]> {
         );
         let sums = |r: i64| [i + o + r, i + cr + o + r, i + cr + cw + o + r];
         let total = t["total"].as_i64();
-        let apart = match total {
+        let by_total = match total {
             Some(total) if sums(0).contains(&total) != sums(reasoning).contains(&total) => {
-                sums(reasoning).contains(&total)
+                Some(sums(reasoning).contains(&total))
             }
-            _ => v >= since.to_vec(),
-        } && reasoning > 0;
+            _ => None,
+        };
+        // A fork's copies predate their session: its release did not write them.
+        let copied = m["time"]["created"]
+            .as_i64()
+            .is_some_and(|t| t < session_created);
+        let apart = reasoning > 0
+            && (o < reasoning || by_total.unwrap_or_else(|| v >= since.to_vec() && !copied));
         let counts = [
             n(&t["input"]),
             n(&t["output"]) + if apart { reasoning } else { 0 },
@@ -579,9 +589,15 @@ pub fn opencode(db: &Path, since: [u64; 3]) -> BTreeMap<String, [i64; 5]> {
             continue;
         }
         let model = m["modelID"].as_str().unwrap_or("").to_string();
+        // A fork's copy is the same row as stored, whatever release made the fork.
         let key = format!(
-            "{} {} {model} {counts:?} {reasoning}",
-            m["time"]["created"], m["providerID"]
+            "{} {} {model} {} {} {} {} {reasoning}",
+            m["time"]["created"],
+            m["providerID"],
+            t["input"],
+            t["output"],
+            t["cache"]["read"],
+            t["cache"]["write"]
         );
         seen.entry(key).or_insert((model, counts));
     }

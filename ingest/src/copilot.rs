@@ -128,7 +128,7 @@ impl Metric {
     /// `self - earlier`, each count; `None` when one of them went down (then `self` is not a
     /// running total over `earlier`).
     fn minus(self, earlier: Metric) -> Option<Metric> {
-        let d = |a: i64, b: i64| (a >= b).then_some(a - b);
+        let d = |a: i64, b: i64| (a >= b).then(|| a.saturating_sub(b));
         Some(Metric {
             requests: d(self.requests, earlier.requests)?,
             input: d(self.input, earlier.input)?,
@@ -153,7 +153,11 @@ impl Metric {
     /// The counts in quarry's meaning: `inputTokens` holds the cache reads and writes.
     fn tokens(&self) -> Tokens {
         Tokens {
-            input: (self.input - self.cache_read - self.cache_write).max(0),
+            input: self
+                .input
+                .saturating_sub(self.cache_read)
+                .saturating_sub(self.cache_write)
+                .max(0),
             output: self.output,
             reasoning: self.reasoning,
             cache_read: self.cache_read,
@@ -420,9 +424,14 @@ impl Reader {
     /// `parentToolCallId`, the id of the call that spawned it, else `agentId`), made when first
     /// seen, else the log's own.
     fn session_of(&mut self, value: &Value, data: &Value, time: Option<i64>) -> usize {
+        // The session's own lifecycle (start, resume, shutdown) is the log's, whoever wrote it.
+        let lifecycle = value
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.starts_with("session."));
         let key = str_field(data, "parentToolCallId")
             .or_else(|| str_field(value, "agentId"))
-            .filter(|k| !k.is_empty());
+            .filter(|k| !k.is_empty() && !lifecycle);
         let at = match key {
             None => 0,
             Some(key) => match self.agents.get(&key) {
@@ -562,7 +571,10 @@ mod tests {
             let (u, m, d) = rows(&LOG[..cut]);
             assert!(d.len() <= 1, "cut at {cut}: lines {d:?} reported");
             assert!(u <= usage && m <= messages, "cut at {cut}");
-            assert!((u, m) >= last, "cut at {cut}: a longer prefix lost rows");
+            assert!(
+                u >= last.0 && m >= last.1,
+                "cut at {cut}: a longer prefix lost rows"
+            );
             last = (u, m);
         }
     }

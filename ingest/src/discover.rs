@@ -59,11 +59,17 @@ pub fn default_roots() -> Vec<PathBuf> {
 /// `${XDG_DATA_HOME:-~/.local/share}/<folder>` (the folder's JSON files of OpenCode releases
 /// before 1.2 are not read).
 fn databases(home: Option<&Path>, var: &str, folder: &str) -> Vec<PathBuf> {
+    let data = env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")));
+    let folder = data.map(|d| d.join(folder));
     if let Some(db) = env_dir(var) {
+        // The agent reads a relative name inside its data folder.
+        let db = match &folder {
+            Some(folder) if db.is_relative() => folder.join(db),
+            _ => db,
+        };
         return vec![db].into_iter().filter(|p| p.is_file()).collect();
     }
-    let data = env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")));
-    let Some(folder) = data.map(|d| d.join(folder)) else {
+    let Some(folder) = folder else {
         return Vec::new();
     };
     let mut found: Vec<PathBuf> = std::fs::read_dir(&folder)

@@ -429,25 +429,7 @@ fn parse_all(
                 "a database whose sessions were not listed".to_string(),
             ),
             Candidate::Session(source) => {
-                if database.as_ref().is_none_or(|(p, _)| *p != source.db) {
-                    database = sources::open(&source.db)
-                        .ok()
-                        .map(|c| (source.db.clone(), c));
-                }
-                let read = database
-                    .as_ref()
-                    .ok_or_else(|| "the database could not be opened again".to_string())
-                    .and_then(|(_, db)| sources::document(db, &source).map_err(|e| e.to_string()));
-                match read {
-                    Ok(bytes) => {
-                        let input = Input::document(source.name(), bytes);
-                        prepare_bytes(input, conn.as_ref(), context, &mut claimed)
-                    }
-                    Err(reason) => unreadable(
-                        source.name(),
-                        format!("cannot read the session from its database: {reason}"),
-                    ),
-                }
+                prepare_session(&source, &mut database, conn.as_ref(), context, &mut claimed)
             }
         };
         // The rows of files the writer committed, freed on the thread that made them.
@@ -456,6 +438,50 @@ fn parse_all(
         }
         if sender.send(work).is_err() {
             return;
+        }
+    }
+}
+
+/// Reads one session of an agent's database ([`sources`]) on `database`, the connection kept
+/// open for the database's sessions (opened again for another database, or after an error).
+fn prepare_session(
+    source: &sources::SessionSource,
+    database: &mut Option<(PathBuf, Connection)>,
+    conn: Option<&Connection>,
+    context: &FileContext,
+    claimed: &mut HashMap<String, Claim>,
+) -> Work {
+    if database.as_ref().is_none_or(|(p, _)| *p != source.db) {
+        *database = sources::open(&source.db)
+            .ok()
+            .map(|c| (source.db.clone(), c));
+    }
+    let read = database
+        .as_ref()
+        .ok_or_else(|| "the database could not be opened again".to_string())
+        .and_then(|(_, db)| sources::document(db, source).map_err(|e| e.to_string()));
+    match read {
+        Ok(Some(bytes)) => prepare_bytes(
+            Input::document(source.name(), bytes),
+            conn,
+            context,
+            claimed,
+        ),
+        // Deleted since the sessions were listed: its archived copy stays.
+        Ok(None) => Work::skip(0, None, Vec::new(), 0),
+        Err(reason) => {
+            *database = None;
+            Work::skip(
+                0,
+                None,
+                vec![Diagnostic {
+                    file: source.name(),
+                    line: None,
+                    kind: "unreadable",
+                    reason: format!("cannot read the session from its database: {reason}"),
+                }],
+                0,
+            )
         }
     }
 }

@@ -30,6 +30,7 @@
 //! no row.
 
 use rusqlite::Connection;
+use rusqlite::types::ValueRef;
 use serde_json::{Map, Value};
 
 use super::lines::Line;
@@ -44,13 +45,23 @@ pub fn sessions(conn: &Connection) -> rusqlite::Result<Vec<(String, u64)>> {
               + (SELECT COALESCE(SUM(length(p.data)), 0) FROM part p WHERE p.session_id = s.id)
          FROM session s ORDER BY s.time_created, s.id",
     )?;
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)?.max(0) as u64)))?
-        .collect()
+    stmt.query_map([], |r| {
+        Ok((
+            text(r.get_ref(0)?),
+            r.get::<_, Option<i64>>(1)?.unwrap_or(0).max(0) as u64,
+        ))
+    })?
+    .collect()
 }
 
 /// One session's rows as JSON Lines: the session (with the name of the agent whose database it
-/// is), then each message and its parts.
-pub fn document(conn: &Connection, session: &str, agent: &str) -> rusqlite::Result<Vec<u8>> {
+/// is), then each message and its parts; `None` when the session is gone (deleted since the
+/// sessions were listed).
+pub fn document(
+    conn: &Connection,
+    session: &str,
+    agent: &str,
+) -> rusqlite::Result<Option<Vec<u8>>> {
     let mut out = Vec::new();
     let mut line = |value: Value| {
         out.extend_from_slice(value.to_string().as_bytes());
@@ -62,18 +73,20 @@ pub fn document(conn: &Connection, session: &str, agent: &str) -> rusqlite::Resu
         let mut row = Map::new();
         for (i, name) in names.iter().enumerate() {
             let value = match r.get_ref(i)? {
-                rusqlite::types::ValueRef::Null => Value::Null,
-                rusqlite::types::ValueRef::Integer(n) => Value::from(n),
-                rusqlite::types::ValueRef::Real(f) => Value::from(f),
-                rusqlite::types::ValueRef::Text(t) => {
-                    Value::from(String::from_utf8_lossy(t).into_owned())
-                }
-                rusqlite::types::ValueRef::Blob(_) => Value::Null,
+                ValueRef::Integer(n) => Value::from(n),
+                ValueRef::Real(f) => Value::from(f),
+                ValueRef::Text(t) => Value::from(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Null | ValueRef::Blob(_) => Value::Null,
             };
             row.insert(name.clone(), value);
         }
         Ok(row)
-    })?;
+    });
+    let row = match row {
+        Ok(row) => row,
+        Err(rusqlite::Error::QueryReturnedNoRows) => return Ok(None),
+        Err(e) => return Err(e),
+    };
     line(serde_json::json!({"opencode": "session", "agent": agent, "row": row}));
     let mut parts = conn.prepare(
         "SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id",
@@ -81,7 +94,11 @@ pub fn document(conn: &Connection, session: &str, agent: &str) -> rusqlite::Resu
     let mut by_message: std::collections::HashMap<String, Vec<(String, String)>> =
         std::collections::HashMap::new();
     for part in parts.query_map([session], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+        Ok((
+            text(r.get_ref(0)?),
+            text(r.get_ref(1)?),
+            text(r.get_ref(2)?),
+        ))
     })? {
         let (id, message, data) = part?;
         by_message.entry(message).or_default().push((id, data));
@@ -89,7 +106,7 @@ pub fn document(conn: &Connection, session: &str, agent: &str) -> rusqlite::Resu
     let mut messages = conn
         .prepare("SELECT id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id")?;
     for message in messages.query_map([session], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        Ok((text(r.get_ref(0)?), text(r.get_ref(1)?)))
     })? {
         let (id, data) = message?;
         line(serde_json::json!({"opencode": "message", "id": id, "data": json_of(&data)}));
@@ -99,7 +116,18 @@ pub fn document(conn: &Connection, session: &str, agent: &str) -> rusqlite::Resu
             }));
         }
     }
-    Ok(out)
+    Ok(Some(out))
+}
+
+/// A column's text, whatever SQLite holds (a NULL or a number becomes text the reader reports
+/// as not JSON).
+fn text(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(f) => f.to_string(),
+        ValueRef::Null => String::new(),
+    }
 }
 
 /// A `data` column's JSON; text that is not JSON is kept as a string (the reader reports it).
@@ -122,16 +150,26 @@ struct Reader {
     /// The release that created the session keeps the reasoning out of `tokens.output`
     /// (OpenCode 1.3.16 on, Kilo CLI 7 on), where a call's `total` does not say.
     reasoning_apart: bool,
+    /// The message being read (`None` after a message that could not be read: its parts are
+    /// dropped).
     message: Option<MessageDraft>,
+    /// The tool results of its calls, which follow it.
     results: Vec<MessageDraft>,
+    /// Its text parts: some OpenCode added (`synthetic`), some not.
+    synthetic: bool,
+    authored: bool,
 }
 
 impl Reader {
+    /// Ends the message being read: a user message whose text OpenCode wrote all itself (a
+    /// file's contents, a tool's replayed output) is not one a person typed.
     fn flush(&mut self) {
-        if let Some(m) = self.message.take() {
+        if let Some(mut m) = self.message.take() {
+            m.injected = m.role == Role::User && self.synthetic && !self.authored;
             self.session.messages.push(m);
         }
         self.session.messages.append(&mut self.results);
+        (self.synthetic, self.authored) = (false, false);
     }
 }
 
@@ -142,6 +180,8 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
         reasoning_apart: false,
         message: None,
         results: Vec::new(),
+        synthetic: false,
+        authored: false,
     };
     for line in lines {
         parsed.records += 1;
@@ -157,6 +197,10 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                 kind: "bad_record",
                 reason: format!("an OpenCode {kind} whose data is not a JSON object"),
             });
+            if kind == "message" {
+                // Its parts belong to no message read.
+                reader.flush();
+            }
             reader
                 .session
                 .push_event(&kind, time, Surface::LogOnly, line.text);
@@ -205,6 +249,7 @@ fn id_from_name(name: &str) -> String {
     name.rsplit_once('#').map_or(name, |(_, id)| id).to_string()
 }
 
+/// The session's row: its id, parent (a subagent's), title, folder, times and release.
 fn read_session(reader: &mut Reader, row: &Value) {
     let s = &mut reader.session;
     if let Some(id) = str_field(row, "id").filter(|id| !id.is_empty()) {
@@ -234,6 +279,7 @@ fn at_least(version: &str, want: [u64; 3]) -> bool {
     have >= want
 }
 
+/// Opens a message: its role, and for an assistant message the model, timing and usage.
 fn read_message(
     reader: &mut Reader,
     value: &Value,
@@ -247,14 +293,13 @@ fn read_message(
     };
     let mut m = MessageDraft::new(role, time, event_index);
     if role == Role::Assistant {
-        let model = str_field(data, "modelID");
-        m.model = model.clone();
+        m.model = str_field(data, "modelID");
         m.stop_reason = str_field(data, "finish");
         if let (Some(created), Some(done)) = (
             time,
             json_time(data.get("time").and_then(|t| t.get("completed"))),
         ) {
-            m.duration_ms = Some(done - created);
+            m.duration_ms = Some(done.saturating_sub(created));
         }
         if reader.session.cwd.is_none() {
             reader.session.cwd = data
@@ -263,60 +308,79 @@ fn read_message(
                 .filter(|c| !c.is_empty());
         }
         if let Some(tokens) = data.get("tokens").filter(|t| t.is_object()) {
-            let n = |v: Option<&Value>| v.and_then(Value::as_i64).unwrap_or(0);
-            let reasoning = n(tokens.get("reasoning"));
-            let cache = tokens.get("cache");
-            let counts = Counts {
-                input: n(tokens.get("input")),
-                output: n(tokens.get("output")),
-                reasoning,
-                cache_read: n(cache.and_then(|c| c.get("read"))),
-                cache_write: n(cache.and_then(|c| c.get("write"))),
-            };
-            let apart = counts.reasoning_apart(
-                tokens.get("total").and_then(Value::as_i64),
-                reader.reasoning_apart,
-            );
-            let t = Tokens {
-                input: counts.input,
-                output: counts.output + if apart { reasoning } else { 0 },
-                reasoning: tokens.get("reasoning").and_then(Value::as_i64),
-                cache_read: n(cache.and_then(|c| c.get("read"))),
-                cache_write: n(cache.and_then(|c| c.get("write"))),
-                cache_write_1h: 0,
-            };
-            if [t.input, t.output, t.cache_read, t.cache_write] != [0; 4] {
-                let provider = str_field(data, "providerID").unwrap_or_default();
-                let agent = match reader.session.origin {
-                    Origin::Kilo => "kilo",
-                    _ => "opencode",
-                };
-                let key = format!(
-                    "{agent}:{}:{provider}/{}:{}/{}/{}/{}/{}",
-                    time.unwrap_or(0),
-                    model.as_deref().unwrap_or(""),
-                    t.input,
-                    t.output,
-                    t.cache_read,
-                    t.cache_write,
-                    reasoning
-                );
-                m.tokens = Some(t);
-                reader.session.usage.push(UsageDraft {
-                    response_key: Some(key),
-                    via: RecordedVia::Transcript,
-                    subagent_native_id: None,
-                    message_index: Some(reader.session.messages.len()),
-                    request_id: str_field(value, "id"),
-                    model,
-                    tokens: t,
-                    occurred_at_ms: time,
-                    event_index,
-                });
-            }
+            m.tokens = usage(reader, value, data, tokens, time, event_index);
         }
     }
     reader.message = Some(m);
+}
+
+/// The usage row of an assistant message's `tokens` (none when every count is 0: an aborted
+/// call), keyed by what a fork's copy keeps: the time, provider, model and counts as stored.
+fn usage(
+    reader: &mut Reader,
+    value: &Value,
+    data: &Value,
+    tokens: &Value,
+    time: Option<i64>,
+    event_index: usize,
+) -> Option<Tokens> {
+    let n = |v: Option<&Value>| v.and_then(Value::as_i64).unwrap_or(0);
+    let cache = tokens.get("cache");
+    let counts = Counts {
+        input: n(tokens.get("input")),
+        output: n(tokens.get("output")),
+        reasoning: n(tokens.get("reasoning")),
+        cache_read: n(cache.and_then(|c| c.get("read"))),
+        cache_write: n(cache.and_then(|c| c.get("write"))),
+    };
+    // A message older than its session is a fork's copy, written by an earlier release than
+    // the one that made the fork: the fork's release says nothing of it.
+    let copied = matches!((time, reader.session.created_at), (Some(t), Some(c)) if t < c);
+    let apart = counts.reasoning_apart(
+        tokens.get("total").and_then(Value::as_i64),
+        reader.reasoning_apart && !copied,
+    );
+    let t = Tokens {
+        input: counts.input,
+        output: counts
+            .output
+            .saturating_add(if apart { counts.reasoning } else { 0 }),
+        reasoning: tokens.get("reasoning").and_then(Value::as_i64),
+        cache_read: counts.cache_read,
+        cache_write: counts.cache_write,
+        cache_write_1h: 0,
+    };
+    if [t.input, t.output, t.cache_read, t.cache_write] == [0; 4] {
+        return None;
+    }
+    let agent = match reader.session.origin {
+        Origin::Kilo => "kilo",
+        _ => "opencode",
+    };
+    let model = str_field(data, "modelID");
+    let key = format!(
+        "{agent}:{}:{}/{}:{}/{}/{}/{}/{}",
+        time.unwrap_or(0),
+        str_field(data, "providerID").unwrap_or_default(),
+        model.as_deref().unwrap_or(""),
+        counts.input,
+        counts.output,
+        counts.cache_read,
+        counts.cache_write,
+        counts.reasoning
+    );
+    reader.session.usage.push(UsageDraft {
+        response_key: Some(key),
+        via: RecordedVia::Transcript,
+        subagent_native_id: None,
+        message_index: Some(reader.session.messages.len()),
+        request_id: str_field(value, "id"),
+        model,
+        tokens: t,
+        occurred_at_ms: time,
+        event_index,
+    });
+    Some(t)
 }
 
 /// A call's `tokens` as OpenCode writes them.
@@ -353,6 +417,8 @@ impl Counts {
     }
 }
 
+/// Adds a part to the message being read: its text, reasoning, file or tool call (whose result
+/// becomes a tool message after it), or a compaction boundary.
 fn read_part(reader: &mut Reader, part: &str, data: &Value, time: Option<i64>, event_index: usize) {
     let Some(m) = reader.message.as_mut() else {
         return;
@@ -363,7 +429,9 @@ fn read_part(reader: &mut Reader, part: &str, data: &Value, time: Option<i64>, e
             // Text OpenCode adds itself (a file's contents read for the model, a tool's
             // output replayed) is marked synthetic.
             if data.get("synthetic").and_then(Value::as_bool) == Some(true) {
-                m.injected = m.role == Role::User;
+                reader.synthetic = true;
+            } else {
+                reader.authored = true;
             }
             m.blocks.push(BlockDraft::text(BlockKind::Text, text));
         }
@@ -372,7 +440,7 @@ fn read_part(reader: &mut Reader, part: &str, data: &Value, time: Option<i64>, e
             str_field(data, "text").unwrap_or_default(),
         )),
         "file" => {
-            let kind = if str_field(data, "mime").is_some_and(|m| m.starts_with("image/")) {
+            let kind = if str_field(data, "mime").is_some_and(|t| t.starts_with("image/")) {
                 BlockKind::Image
             } else {
                 BlockKind::Document

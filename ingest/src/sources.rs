@@ -38,7 +38,7 @@ impl Kind {
                 .is_some_and(|c| {
                     !c.is_empty()
                         && c.chars()
-                            .all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '-')
+                            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '_' | '-' | '.'))
                 });
             channel || name.strip_suffix(".db") == Some(agent)
         };
@@ -76,8 +76,8 @@ impl Kind {
         let opencode =
             has("session", "parent_id")? && has("message", "data")? && has("part", "message_id")?;
         Ok(opencode.then(|| {
-            Kind::of(path)
-                .or_else(|| Kind::named_by_variable(path))
+            Kind::named_by_variable(path)
+                .or_else(|| Kind::of(path))
                 .unwrap_or(Kind::OpenCode)
         }))
     }
@@ -194,16 +194,18 @@ fn sessions(conn: &Connection, kind: Kind) -> rusqlite::Result<Vec<(String, u64)
     }
 }
 
-/// A session's document: its rows as JSON Lines, read in one transaction.
-pub fn document(conn: &Connection, source: &SessionSource) -> rusqlite::Result<Vec<u8>> {
-    conn.execute_batch("BEGIN")?;
+/// A session's document: its rows as JSON Lines, read in one transaction (`None`: the session
+/// is gone).
+pub fn document(conn: &Connection, source: &SessionSource) -> rusqlite::Result<Option<Vec<u8>>> {
+    // Rolled back when dropped, whatever happens: the connection reads the next session.
+    let read = conn.unchecked_transaction()?;
     let rows = match source.kind {
         Kind::OpenCode | Kind::Kilo => {
-            super::opencode::document(conn, &source.session, source.kind.agent())
+            super::opencode::document(&read, &source.session, source.kind.agent())?
         }
     };
-    conn.execute_batch("COMMIT")?;
-    rows
+    read.finish()?;
+    Ok(rows)
 }
 
 #[cfg(test)]

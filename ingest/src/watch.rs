@@ -15,7 +15,7 @@
 //! are checked, the appended lines read, and its session derived again from the last cut.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -155,7 +155,11 @@ pub fn watch(
         notify::recommended_watcher(sender)
             .and_then(|mut w| {
                 for root in &roots {
-                    w.watch(root, RecursiveMode::Recursive)?;
+                    match root.parent().filter(|_| root.is_file()) {
+                        // A database, whose commits land in `<database>-wal` beside it.
+                        Some(folder) => w.watch(folder, RecursiveMode::NonRecursive)?,
+                        None => w.watch(root, RecursiveMode::Recursive)?,
+                    }
                 }
                 Ok(w)
             })
@@ -220,13 +224,7 @@ pub fn watch(
         match event {
             Ok(Ok(event)) => {
                 if matches!(event.kind, EventKind::Create(_) | EventKind::Modify(_)) {
-                    pending.extend(event.paths.into_iter().filter_map(|p| {
-                        if is_transcript_name(&p) {
-                            Some(p)
-                        } else {
-                            crate::sources::database_of(&p)
-                        }
-                    }));
+                    pending.extend(event.paths.into_iter().filter_map(|p| changed(&p, &roots)));
                 }
                 if !pending.is_empty() {
                     since.get_or_insert_with(Instant::now);
@@ -271,6 +269,23 @@ pub fn watch(
     }
 }
 
+/// What a notified change asks to read: a transcript under a watched folder, or a database
+/// given or found (a root file, or an agent's database by name) when it or its `-wal` changed.
+/// Other files beside a database (its folder is watched for the log) are not read.
+fn changed(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
+    if is_transcript_name(path) && roots.iter().any(|r| r.is_dir() && path.starts_with(r)) {
+        return Some(path.to_path_buf());
+    }
+    let database = path
+        .to_str()
+        .and_then(|p| p.strip_suffix("-wal"))
+        .map_or_else(|| path.to_path_buf(), PathBuf::from);
+    if roots.contains(&database) {
+        return Some(database);
+    }
+    crate::sources::database_of(path)
+}
+
 /// Checkpoints the write-ahead log after a batch, so readers that come and go never let it
 /// grow: a passive checkpoint (it copies what no reader still needs and waits for no one), and
 /// when the log is over [`WAL_LIMIT`], one that waits (up to the archive's busy timeout) for
@@ -282,4 +297,37 @@ fn checkpoint(archive: &Archive, wal: &std::path::Path) -> Option<u64> {
         let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
     }
     std::fs::metadata(wal).ok().map(|m| m.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::changed;
+
+    /// A database's commits land in its `-wal`: that asks for the database; the files beside a
+    /// database (its folder is watched for the log) ask for nothing, transcripts under a
+    /// watched folder for themselves.
+    #[test]
+    fn a_databases_log_asks_for_the_database_and_its_neighbours_for_nothing() {
+        let folder = std::env::temp_dir();
+        let db = PathBuf::from("/data/agent/mine.sqlite");
+        let roots = vec![folder.clone(), db.clone()];
+        let transcript = folder.join("s.jsonl");
+        assert_eq!(changed(&transcript, &roots), Some(transcript));
+        assert_eq!(
+            changed(Path::new("/data/agent/mine.sqlite-wal"), &roots),
+            Some(db.clone())
+        );
+        assert_eq!(changed(&db, &roots), Some(db));
+        assert_eq!(changed(Path::new("/data/agent/auth.json"), &roots), None);
+        assert_eq!(
+            changed(Path::new("/data/agent/mine.sqlite-shm"), &roots),
+            None
+        );
+        assert_eq!(
+            changed(Path::new("/data/opencode/opencode.db-wal"), &roots),
+            Some(PathBuf::from("/data/opencode/opencode.db"))
+        );
+    }
 }
