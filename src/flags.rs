@@ -196,7 +196,7 @@ impl Cli {
 /// The verbs.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Read transcripts into the archive (no path: discover ~/.claude, ~/.codex, ~/.gemini, ~/.pi, ~/.qwen, ~/.kimi, ~/.copilot, OpenCode's and Kilo's databases).
+    /// Read transcripts into the archive (no path: discover ~/.claude, ~/.codex, ~/.gemini, ~/.pi, ~/.qwen, ~/.kimi, ~/.copilot, OpenCode's, Kilo's and Goose's databases).
     Ingest(IngestArgs),
     /// Keep the archive up with agents writing now: watch the transcript folders (no path: the
     /// default locations) and ingest each file written, once its writes settle.

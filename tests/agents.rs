@@ -400,6 +400,280 @@ fn in_each_place(
     }
 }
 
+/// A Goose database as Goose's schema 17 makes it (the columns quarry reads and their
+/// neighbours), with or without the usage ledger (schema 15) and the cache columns (14).
+fn goose_db(path: &Path, ledger: bool) -> rusqlite::Connection {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let cache = if ledger {
+        "cache_read_tokens INTEGER, cache_write_tokens INTEGER,
+         accumulated_cache_read_tokens INTEGER, accumulated_cache_write_tokens INTEGER,
+         parent_session_id TEXT,"
+    } else {
+        ""
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE sessions (id TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '',
+           description TEXT NOT NULL DEFAULT '', session_type TEXT NOT NULL DEFAULT 'user',
+           working_dir TEXT NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+           updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, total_tokens INTEGER,
+           input_tokens INTEGER, output_tokens INTEGER, accumulated_total_tokens INTEGER,
+           accumulated_input_tokens INTEGER, accumulated_output_tokens INTEGER, {cache}
+           provider_name TEXT, model_config_json TEXT);
+         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT,
+           session_id TEXT NOT NULL, role TEXT NOT NULL, content_json TEXT NOT NULL,
+           created_timestamp INTEGER NOT NULL, timestamp TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+           tokens INTEGER, metadata_json TEXT);"
+    ))
+    .unwrap();
+    if ledger {
+        conn.execute_batch(
+            "CREATE TABLE usage_ledger (id INTEGER PRIMARY KEY AUTOINCREMENT,
+               session_id TEXT NOT NULL, created_timestamp INTEGER NOT NULL, model TEXT,
+               input_tokens INTEGER, output_tokens INTEGER, total_tokens INTEGER,
+               cache_read_tokens INTEGER, cache_write_tokens INTEGER, cost REAL,
+               cost_source TEXT, is_compaction INTEGER DEFAULT 0);",
+        )
+        .unwrap();
+    }
+    conn
+}
+
+/// The Goose traps, in databases built here. `sessions.db` (with the ledger): session
+/// `20260301_1` asks, thinks, runs a shell call, gets its result (a user row of
+/// `toolResponse`) and answers; its ledger holds the `carried_forward` row of the calls before
+/// the ledger (5,000 in, 300 out, no model: counted as is) and two calls of
+/// claude-sonnet-4-5 whose input holds their cache counts (12,000 with 9,000 read and 1,000
+/// written, 200 out; 13,000 with 12,000 read, 80 out); its subagent `20260301_2` has its own
+/// call (claude-haiku-4-5, 3,000 with 500 written, 60 out). `old/sessions.db` (before the
+/// ledger and the cache columns) has one session whose running totals are all there is:
+/// 7,000 in, 400 out on gpt-4o.
+fn goose_traps(db: &Path, old: &Path) {
+    let conn = goose_db(db, true);
+    let at = 1_772_355_600; // 2026-03-01 09:00:00 UTC
+    let config = r#"{"model_name":"claude-sonnet-4-5","context_limit":200000}"#;
+    conn.execute(
+        "INSERT INTO sessions (id, name, working_dir, created_at, updated_at, provider_name,
+           model_config_json, accumulated_input_tokens, accumulated_output_tokens)
+         VALUES ('20260301_1', 'Flaky test', '/home/alice/src/api', '2026-03-01 09:00:00',
+           '2026-03-01 09:05:00', 'anthropic', ?1, 30000, 580)",
+        [config],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO sessions (id, session_type, working_dir, created_at, parent_session_id,
+           model_config_json) VALUES ('20260301_2', 'sub_agent', '/home/alice/src/api',
+           '2026-03-01 09:02:00', '20260301_1', '{\"model_name\":\"claude-haiku-4-5\"}')",
+        [],
+    )
+    .unwrap();
+    let message = |session: &str, role: &str, t: i64, content: serde_json::Value| {
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content_json, created_timestamp,
+               metadata_json) VALUES (?1, ?2, ?3, ?4, '{\"userVisible\":true}')",
+            rusqlite::params![session, role, content.to_string(), t],
+        )
+        .unwrap();
+    };
+    message(
+        "20260301_1",
+        "user",
+        at + 10,
+        serde_json::json!([{"type": "text", "text": "Fix the flaky test"}]),
+    );
+    message(
+        "20260301_1",
+        "assistant",
+        at + 20,
+        serde_json::json!([
+        {"type": "thinking", "thinking": "Run it first.", "signature": "s"},
+        {"type": "text", "text": "Running the tests."},
+        {"type": "toolRequest", "id": "toolu_1", "toolCall": {"status": "success",
+         "value": {"name": "developer__shell", "arguments": {"command": "cargo test"}}}}]),
+    );
+    message(
+        "20260301_1",
+        "user",
+        at + 30,
+        serde_json::json!([{"type": "toolResponse",
+        "id": "toolu_1", "toolResult": {"status": "success",
+        "value": {"content": [{"type": "text", "text": "test result: ok"}]}}}]),
+    );
+    message(
+        "20260301_1",
+        "assistant",
+        at + 40,
+        serde_json::json!([{"type": "text", "text": "It passes now."}]),
+    );
+    message(
+        "20260301_2",
+        "user",
+        at + 120,
+        serde_json::json!([{"type": "text", "text": "Look for sleeps."}]),
+    );
+    let ledger = |session: &str, t: i64, model: Option<&str>, counts: [i64; 4], source: &str| {
+        conn.execute(
+            "INSERT INTO usage_ledger (session_id, created_timestamp, model, input_tokens,
+               output_tokens, cache_read_tokens, cache_write_tokens, cost_source)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            rusqlite::params![
+                session, t, model, counts[0], counts[1], counts[2], counts[3], source
+            ],
+        )
+        .unwrap();
+    };
+    let sonnet = Some("claude-sonnet-4-5");
+    ledger(
+        "20260301_1",
+        at + 15,
+        None,
+        [5000, 300, 0, 0],
+        "carried_forward",
+    );
+    ledger(
+        "20260301_1",
+        at + 20,
+        sonnet,
+        [12000, 200, 9000, 1000],
+        "estimated",
+    );
+    ledger(
+        "20260301_1",
+        at + 40,
+        sonnet,
+        [13000, 80, 12000, 0],
+        "estimated",
+    );
+    ledger(
+        "20260301_2",
+        at + 125,
+        Some("claude-haiku-4-5"),
+        [3000, 60, 0, 500],
+        "estimated",
+    );
+    let before = goose_db(old, false);
+    before
+        .execute(
+            "INSERT INTO sessions (id, working_dir, created_at, model_config_json,
+               accumulated_input_tokens, accumulated_output_tokens)
+             VALUES ('20250901_1', '/home/alice/notes', '2025-09-01T08:00:00+00:00',
+               '{\"model_name\":\"gpt-4o\"}', 7000, 400)",
+            [],
+        )
+        .unwrap();
+    before
+        .execute_batch(
+            "INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES
+               ('20250901_1', 'user', '[{\"type\":\"text\",\"text\":\"Tidy my notes\"}]', 1756713600),
+               ('20250901_1', 'assistant', '[{\"type\":\"text\",\"text\":\"Done.\"}]', 1756713660);",
+        )
+        .unwrap();
+}
+
+#[test]
+fn goose_counts_each_ledger_call_once_and_older_sessions_by_their_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("goose/sessions/sessions.db");
+    let old = dir.path().join("old/sessions.db");
+    goose_traps(&db, &old);
+    let archive_path = dir.path().join("a.db");
+    let summary = ingest(&archive_path, &[&dir.path().join("goose"), &old]);
+    assert_eq!(
+        summary["sessions_ingested"]["goose-session"], 3,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let archive = open(&archive_path);
+    assert_usage(
+        &archive,
+        &[
+            ("", [1, 5000, 300, 0, 0]),
+            ("claude-haiku-4-5", [1, 3000 - 500, 60, 0, 500]),
+            (
+                "claude-sonnet-4-5",
+                [
+                    2,
+                    (12000 - 9000 - 1000) + (13000 - 12000),
+                    200 + 80,
+                    9000 + 12000,
+                    1000,
+                ],
+            ),
+            ("gpt-4o", [1, 7000, 400, 0, 0]),
+        ],
+        crate::oracle::goose(&[&db, &old]),
+    );
+    assert_eq!(
+        children(&archive),
+        "goose-session:20260301_2<goose-session:20260301_1:subagent"
+    );
+    assert_eq!(
+        roles(&archive, "goose-session:20260301_1"),
+        "user assistant tool assistant"
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT group_concat(type, ' ') FROM (SELECT b.type FROM blocks b
+             JOIN messages m USING (message_id) WHERE b.session_id = 'goose-session:20260301_1'
+             ORDER BY m.position, b.position)",
+            []
+        ),
+        "text thinking text tool_use tool_result text"
+    );
+    // A message whose content is not JSON is reported with its session and line; the rest of
+    // the session, its usage included, is kept.
+    let broken = rusqlite::Connection::open(&db).unwrap();
+    broken
+        .execute(
+            "UPDATE messages SET content_json = '[{\"type\": \"te' WHERE id = 2",
+            [],
+        )
+        .unwrap();
+    drop(broken);
+    let damaged = dir.path().join("damaged.db");
+    let summary = ingest(&damaged, &[&dir.path().join("goose")]);
+    let diagnostics = summary["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{summary}");
+    assert!(
+        diagnostics[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("sessions.db#20260301_1")
+    );
+    assert_eq!(diagnostics[0]["line"], 3, "{summary}");
+    assert_eq!(usage_by_model(&open(&damaged))["claude-sonnet-4-5"][0], 2);
+    // Goose's `sessions.db` is found under `~/.local/share/goose/sessions`, or under
+    // `$GOOSE_PATH_ROOT/data/sessions`.
+    for root_var in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let (db, vars) = if root_var {
+            let root = dir.path().join("root");
+            (
+                root.join("data/sessions/sessions.db"),
+                vec![("GOOSE_PATH_ROOT", root)],
+            )
+        } else {
+            (
+                home.join(".local/share/goose/sessions/sessions.db"),
+                Vec::new(),
+            )
+        };
+        goose_traps(&db, &dir.path().join("old/sessions.db"));
+        let summary = ingest_discovered(dir.path(), &home, &vars);
+        assert_eq!(
+            summary["sessions_ingested"]["goose-session"], 2,
+            "GOOSE_PATH_ROOT {root_var}: {summary}"
+        );
+    }
+}
+
 /// A message row that is not JSON is reported with its session and line, the rest of the
 /// session kept; a file named like OpenCode's database that is not one is reported and the
 /// ingest goes on.
@@ -861,6 +1135,7 @@ fn ingest_discovered(dir: &Path, home: &Path, vars: &[(&str, PathBuf)]) -> serde
         .env_remove("XDG_DATA_HOME")
         .env_remove("OPENCODE_DB")
         .env_remove("KILO_DB")
+        .env_remove("GOOSE_PATH_ROOT")
         .env("HOME", home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("CODEX_HOME", home.join(".codex"));

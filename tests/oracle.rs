@@ -603,3 +603,53 @@ pub fn opencode(db: &Path, since: [u64; 3]) -> BTreeMap<String, [i64; 5]> {
     }
     by_model(seen)
 }
+
+/// Goose usage by model (count, uncached input, output, cache reads, cache writes), read
+/// straight from each `sessions.db`: every `usage_ledger` row with some count (the input less
+/// both cache counts; a `carried_forward` row, which names no model, as it is), or, in a
+/// database without a ledger, each session's `accumulated_*` totals as one row.
+pub fn goose(dbs: &[&Path]) -> BTreeMap<String, [i64; 5]> {
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    for (d, db) in dbs.iter().enumerate() {
+        let conn =
+            rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("open");
+        let ledger: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'usage_ledger'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("schema");
+        let sql = if ledger > 0 {
+            "SELECT id, COALESCE(model, ''), input_tokens, output_tokens,
+                    COALESCE(cache_read_tokens, 0), COALESCE(cache_write_tokens, 0)
+             FROM usage_ledger"
+        } else {
+            "SELECT id, COALESCE(json_extract(model_config_json, '$.model_name'), ''),
+                    accumulated_input_tokens, accumulated_output_tokens, 0, 0 FROM sessions"
+        };
+        let mut stmt = conn.prepare(sql).expect("prepare");
+        let rows = stmt
+            .query_map([], |r| {
+                let n = |i: usize| r.get::<_, Option<i64>>(i).map(|v| v.unwrap_or(0));
+                Ok((
+                    r.get::<_, rusqlite::types::Value>(0)?,
+                    r.get::<_, String>(1)?,
+                    [n(2)?, n(3)?, n(4)?, n(5)?],
+                ))
+            })
+            .expect("query");
+        for row in rows {
+            let (id, model, [input, output, read, write]) = row.expect("row");
+            if [input, output, read, write] == [0; 4] {
+                continue;
+            }
+            seen.insert(
+                format!("{d} {id:?}"),
+                (model, [input - read - write, output, read, write]),
+            );
+        }
+    }
+    by_model(seen)
+}

@@ -33,6 +33,8 @@ pub enum Format {
     Copilot,
     /// An OpenCode session's rows, read from its database.
     OpenCode,
+    /// A Goose session's rows, read from its database.
+    Goose,
 }
 
 impl Format {
@@ -51,6 +53,7 @@ impl Format {
             Format::Kimi => "a Kimi CLI log",
             Format::Copilot => "a GitHub Copilot CLI log",
             Format::OpenCode => "an OpenCode session",
+            Format::Goose => "a Goose session",
         }
     }
 }
@@ -76,6 +79,9 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
         }
         if super::opencode::is_line(v) {
             return Some(Format::OpenCode);
+        }
+        if super::goose::is_line(v) {
+            return Some(Format::Goose);
         }
         if v.get("payload").is_some() && kind.is_some_and(|k| CODEX_TYPES.contains(&k)) {
             return Some(Format::Codex);

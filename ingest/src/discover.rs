@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
-pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db, ~/.local/share/kilo/kilo.db";
+pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db, ~/.local/share/kilo/kilo.db, ~/.local/share/goose/sessions/sessions.db";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
@@ -14,7 +14,8 @@ pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.g
 /// `~/.copilot/session-state` (or `$COPILOT_HOME/session-state`), and the databases of OpenCode
 /// (`$OPENCODE_DB`, else each `opencode.db` / `opencode-<channel>.db` in
 /// `${XDG_DATA_HOME:-~/.local/share}/opencode`) and Kilo CLI (`$KILO_DB`, else `kilo.db` and
-/// its channels' in `${XDG_DATA_HOME:-~/.local/share}/kilo`).
+/// its channels' in `${XDG_DATA_HOME:-~/.local/share}/kilo`), and Goose's `sessions.db`
+/// ([`goose_database`]).
 pub fn default_roots() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -52,7 +53,22 @@ pub fn default_roots() -> Vec<PathBuf> {
     .filter(|p| p.is_dir())
     .chain(databases(home.as_deref(), "OPENCODE_DB", "opencode"))
     .chain(databases(home.as_deref(), "KILO_DB", "kilo"))
+    .chain(goose_database(home.as_deref()))
     .collect()
+}
+
+/// Goose's database: `$GOOSE_PATH_ROOT/data/sessions/sessions.db`, else
+/// `${XDG_DATA_HOME:-~/.local/share}/goose/sessions/sessions.db` (on macOS too).
+fn goose_database(home: Option<&Path>) -> Option<PathBuf> {
+    let db = match env_dir("GOOSE_PATH_ROOT") {
+        Some(root) => root.join("data"),
+        None => env_dir("XDG_DATA_HOME")
+            .or_else(|| home.map(|h| h.join(".local").join("share")))?
+            .join("goose"),
+    }
+    .join("sessions")
+    .join("sessions.db");
+    db.is_file().then_some(db)
 }
 
 /// An agent's databases: the file the variable `var` names, else those in its data folder

@@ -26,6 +26,7 @@ mod derive;
 mod detect;
 mod discover;
 mod gemini;
+mod goose;
 pub mod judge;
 mod kimi;
 mod lines;
@@ -952,6 +953,7 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::Kimi) => kimi::parse(name, lines, &mut parsed),
         Some(Format::Copilot) => copilot::parse(name, lines, &mut parsed),
         Some(Format::OpenCode) => opencode::parse(name, lines, &mut parsed),
+        Some(Format::Goose) => goose::parse(name, lines, &mut parsed),
         _ => {
             parsed.sidecar = detect::is_sidecar_lines(&lines);
             parsed

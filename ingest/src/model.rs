@@ -32,11 +32,13 @@ pub enum Origin {
     OpenCode,
     /// Kilo CLI's session database (OpenCode's tables).
     Kilo,
+    /// Goose's session database.
+    Goose,
 }
 
 impl Origin {
     /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
-    pub const ALL: [Origin; 12] = [
+    pub const ALL: [Origin; 13] = [
         Origin::ClaudeCode,
         Origin::Codex,
         Origin::ChatGpt,
@@ -49,6 +51,7 @@ impl Origin {
         Origin::CopilotCli,
         Origin::OpenCode,
         Origin::Kilo,
+        Origin::Goose,
     ];
 
     /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].

@@ -30,8 +30,7 @@
 //! no row.
 
 use rusqlite::Connection;
-use rusqlite::types::ValueRef;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::lines::Line;
 use super::model::*;
@@ -39,19 +38,13 @@ use super::text::{json_time, str_field};
 
 /// The sessions of an OpenCode database, oldest first, with the size of each one's rows.
 pub fn sessions(conn: &Connection) -> rusqlite::Result<Vec<(String, u64)>> {
-    let mut stmt = conn.prepare(
+    super::sources::list(
+        conn,
         "SELECT s.id,
                 (SELECT COALESCE(SUM(length(m.data)), 0) FROM message m WHERE m.session_id = s.id)
               + (SELECT COALESCE(SUM(length(p.data)), 0) FROM part p WHERE p.session_id = s.id)
          FROM session s ORDER BY s.time_created, s.id",
-    )?;
-    stmt.query_map([], |r| {
-        Ok((
-            text(r.get_ref(0)?),
-            r.get::<_, Option<i64>>(1)?.unwrap_or(0).max(0) as u64,
-        ))
-    })?
-    .collect()
+    )
 }
 
 /// One session's rows as JSON Lines: the session (with the name of the agent whose database it
@@ -62,30 +55,15 @@ pub fn document(
     session: &str,
     agent: &str,
 ) -> rusqlite::Result<Option<Vec<u8>>> {
+    let Some(row) =
+        super::sources::rows(conn, "SELECT * FROM session WHERE id = ?1", session)?.pop()
+    else {
+        return Ok(None);
+    };
     let mut out = Vec::new();
     let mut line = |value: Value| {
         out.extend_from_slice(value.to_string().as_bytes());
         out.push(b'\n');
-    };
-    let mut stmt = conn.prepare("SELECT * FROM session WHERE id = ?1")?;
-    let names: Vec<String> = stmt.column_names().iter().map(|n| n.to_string()).collect();
-    let row = stmt.query_row([session], |r| {
-        let mut row = Map::new();
-        for (i, name) in names.iter().enumerate() {
-            let value = match r.get_ref(i)? {
-                ValueRef::Integer(n) => Value::from(n),
-                ValueRef::Real(f) => Value::from(f),
-                ValueRef::Text(t) => Value::from(String::from_utf8_lossy(t).into_owned()),
-                ValueRef::Null | ValueRef::Blob(_) => Value::Null,
-            };
-            row.insert(name.clone(), value);
-        }
-        Ok(row)
-    });
-    let row = match row {
-        Ok(row) => row,
-        Err(rusqlite::Error::QueryReturnedNoRows) => return Ok(None),
-        Err(e) => return Err(e),
     };
     line(serde_json::json!({"opencode": "session", "agent": agent, "row": row}));
     let mut parts = conn.prepare(
@@ -95,9 +73,9 @@ pub fn document(
         std::collections::HashMap::new();
     for part in parts.query_map([session], |r| {
         Ok((
-            text(r.get_ref(0)?),
-            text(r.get_ref(1)?),
-            text(r.get_ref(2)?),
+            super::sources::text(r.get_ref(0)?),
+            super::sources::text(r.get_ref(1)?),
+            super::sources::text(r.get_ref(2)?),
         ))
     })? {
         let (id, message, data) = part?;
@@ -106,7 +84,10 @@ pub fn document(
     let mut messages = conn
         .prepare("SELECT id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id")?;
     for message in messages.query_map([session], |r| {
-        Ok((text(r.get_ref(0)?), text(r.get_ref(1)?)))
+        Ok((
+            super::sources::text(r.get_ref(0)?),
+            super::sources::text(r.get_ref(1)?),
+        ))
     })? {
         let (id, data) = message?;
         line(serde_json::json!({"opencode": "message", "id": id, "data": json_of(&data)}));
@@ -117,17 +98,6 @@ pub fn document(
         }
     }
     Ok(Some(out))
-}
-
-/// A column's text, whatever SQLite holds (a NULL or a number becomes text the reader reports
-/// as not JSON).
-fn text(value: ValueRef<'_>) -> String {
-    match value {
-        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
-        ValueRef::Integer(n) => n.to_string(),
-        ValueRef::Real(f) => f.to_string(),
-        ValueRef::Null => String::new(),
-    }
 }
 
 /// A `data` column's JSON; text that is not JSON is kept as a string (the reader reports it).

@@ -1,5 +1,5 @@
 //! Agents that keep their sessions in a SQLite database rather than in files (OpenCode and its
-//! fork Kilo CLI, which share one schema), read one session at a time.
+//! fork Kilo CLI, which share one schema, and Goose), read one session at a time.
 //!
 //! The database is opened read-only while the agent may be writing it: no lock is taken beyond
 //! a reader's, and a reader sees the WAL's committed pages. Each session becomes a document of
@@ -12,7 +12,9 @@
 
 use std::path::{Path, PathBuf};
 
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
+use serde_json::{Map, Value};
 
 use super::discover::Candidate;
 
@@ -24,6 +26,8 @@ pub enum Kind {
     /// Kilo CLI's `kilo.db` (or `kilo-<channel>.db`, or an older channel's
     /// `opencode-<channel>.db` in Kilo's data folder `kilo`).
     Kilo,
+    /// Goose's `sessions/sessions.db`.
+    Goose,
 }
 
 impl Kind {
@@ -46,8 +50,14 @@ impl Kind {
             .parent()
             .and_then(Path::file_name)
             .is_some_and(|f| f == "kilo");
+        let in_sessions = path
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|f| f == "sessions");
         if named("kilo") || (named("opencode") && in_kilo) {
             Some(Kind::Kilo)
+        } else if name == "sessions.db" && in_sessions {
+            Some(Kind::Goose)
         } else {
             named("opencode").then_some(Kind::OpenCode)
         }
@@ -58,6 +68,7 @@ impl Kind {
         match self {
             Kind::OpenCode => "opencode",
             Kind::Kilo => "kilo",
+            Kind::Goose => "goose",
         }
     }
 
@@ -73,6 +84,9 @@ impl Kind {
             )
             .map(|n| n > 0)
         };
+        if has("sessions", "working_dir")? && has("messages", "content_json")? {
+            return Ok(Some(Kind::Goose));
+        }
         let opencode =
             has("session", "parent_id")? && has("message", "data")? && has("part", "message_id")?;
         Ok(opencode.then(|| {
@@ -152,6 +166,59 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// The sessions a listing query gives: `(id, size)` rows, oldest first.
+pub fn list(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<(String, u64)>> {
+    let mut stmt = conn.prepare(sql)?;
+    stmt.query_map([], |r| {
+        Ok((
+            text(r.get_ref(0)?),
+            r.get::<_, Option<i64>>(1)?.unwrap_or(0).max(0) as u64,
+        ))
+    })?
+    .collect()
+}
+
+/// The rows a query for one session gives, each as a JSON object of its columns (JSON text
+/// columns, `*_json`, parsed where they parse).
+pub fn rows(
+    conn: &Connection,
+    sql: &str,
+    session: &str,
+) -> rusqlite::Result<Vec<Map<String, Value>>> {
+    let mut stmt = conn.prepare(sql)?;
+    let names: Vec<String> = stmt.column_names().iter().map(|n| n.to_string()).collect();
+    stmt.query_map([session], |r| {
+        let mut row = Map::new();
+        for (i, name) in names.iter().enumerate() {
+            let value = match r.get_ref(i)? {
+                ValueRef::Integer(n) => Value::from(n),
+                ValueRef::Real(f) => Value::from(f),
+                ValueRef::Null => Value::Null,
+                other => {
+                    let text = text(other);
+                    match serde_json::from_str::<Value>(&text) {
+                        Ok(json) if name.ends_with("_json") => json,
+                        _ => Value::String(text),
+                    }
+                }
+            };
+            row.insert(name.clone(), value);
+        }
+        Ok(row)
+    })?
+    .collect()
+}
+
+/// A column's text, whatever SQLite holds.
+pub fn text(value: ValueRef<'_>) -> String {
+    match value {
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Integer(n) => n.to_string(),
+        ValueRef::Real(f) => f.to_string(),
+        ValueRef::Null => String::new(),
+    }
+}
+
 /// Every candidate with each database replaced by its sessions (or by the reason it could not
 /// be read).
 pub fn expand(candidates: Vec<Candidate>) -> Vec<Candidate> {
@@ -191,6 +258,7 @@ pub fn expand(candidates: Vec<Candidate>) -> Vec<Candidate> {
 fn sessions(conn: &Connection, kind: Kind) -> rusqlite::Result<Vec<(String, u64)>> {
     match kind {
         Kind::OpenCode | Kind::Kilo => super::opencode::sessions(conn),
+        Kind::Goose => super::goose::sessions(conn),
     }
 }
 
@@ -203,6 +271,7 @@ pub fn document(conn: &Connection, source: &SessionSource) -> rusqlite::Result<O
         Kind::OpenCode | Kind::Kilo => {
             super::opencode::document(&read, &source.session, source.kind.agent())?
         }
+        Kind::Goose => super::goose::document(&read, &source.session)?,
     };
     read.finish()?;
     Ok(rows)

@@ -226,6 +226,12 @@ pub const ORIGINS: &[OriginDecl] = &[
         lines: true,
         label: "Kilo CLI",
     },
+    OriginDecl {
+        name: "goose-session",
+        harness: "goose",
+        lines: true,
+        label: "Goose",
+    },
 ];
 
 /// The closed vocabulary of `assertions.status`, in the spec's order.
