@@ -49,6 +49,7 @@ echo "ccusage $("$ccusage" --version 2>/dev/null | tail -1)" >&2
 archive=$tmp/archive.db
 "$quarry" --archive "$archive" ingest --no-progress "$home/claude" "$home/codex" "$home/.pi" "$home/.qwen" "$home/.kimi" \
   "$home/.copilot" "$home/.local/share/opencode" "$home/.local/share/kilo" \
+  "$home/.local/share/goose" \
   > "$tmp/ingest.txt"
 q() { "$quarry" --archive "$archive" --format json --tz UTC "$1"; }
 sums='sum:input_tokens, sum:output_tokens, sum:cache_read_tokens, sum:cache_write_tokens'

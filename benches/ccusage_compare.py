@@ -20,6 +20,7 @@ Standard library only.
 
 import json
 import shutil
+import sqlite3
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -40,6 +41,7 @@ AGENT_OF_ORIGIN = {
     "copilot-cli-session": "copilot",
     "opencode-session": "opencode",
     "kilo-session": "kilo",
+    "goose-session": "goose",
 }
 # The session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and where
 # the agent keeps its contents under HOME (subfolders kept).
@@ -52,6 +54,8 @@ AGENT_FIXTURES = [
 ]
 # Kilo CLI keeps OpenCode's tables under another name: the OpenCode database again, as Kilo's.
 AGENT_COPIES = [(Path("opencode/opencode.db"), Path(".local/share/kilo/kilo.db"))]
+# Databases kept as SQL scripts (hand-made fixtures), built where the agent keeps its database.
+AGENT_SCRIPTS = [(Path("goose/sessions.sql"), Path(".local/share/goose/sessions/sessions.db"))]
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agents"
 
 
@@ -98,6 +102,11 @@ def layout(corpus: Path, home: Path) -> None:
     for src, dest in AGENT_COPIES:
         (home / dest).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(FIXTURES / src, home / dest)
+        files += 1
+    for script, dest in AGENT_SCRIPTS:
+        (home / dest).parent.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(home / dest) as db:
+            db.executescript((FIXTURES / script).read_text())
         files += 1
     print(f"laid out {files} files under {home}", file=sys.stderr)
 
