@@ -32,9 +32,10 @@ else
 fi
 
 # 2. The corpus laid out as Claude Code and Codex keep it, and the pi, Qwen Code, Kimi CLI and
-#    Copilot CLI sessions and the OpenCode database of tests/fixtures/agents as those agents keep
-#    them, in a home of its own (so neither side reads this machine's own ~/.claude, ~/.codex,
-#    ~/.pi, ~/.qwen, ~/.kimi, ~/.copilot or ~/.local/share/opencode).
+#    Copilot CLI sessions, the OpenCode database and JSON files, the Goose database and the Amp
+#    threads of tests/fixtures/agents as those agents keep them, in a home of its own (so neither
+#    side reads this machine's own ~/.claude, ~/.codex, ~/.pi, ~/.qwen, ~/.kimi, ~/.copilot or
+#    ~/.local/share).
 home=$tmp/home
 python3 "$here/ccusage_compare.py" layout "$corpus" "$home"
 
@@ -49,7 +50,7 @@ echo "ccusage $("$ccusage" --version 2>/dev/null | tail -1)" >&2
 archive=$tmp/archive.db
 "$quarry" --archive "$archive" ingest --no-progress "$home/claude" "$home/codex" "$home/.pi" "$home/.qwen" "$home/.kimi" \
   "$home/.copilot" "$home/.local/share/opencode" "$home/.local/share/kilo" \
-  "$home/.local/share/goose" \
+  "$home/.local/share/goose" "$home/.local/share/amp" \
   > "$tmp/ingest.txt"
 q() { "$quarry" --archive "$archive" --format json --tz UTC "$1"; }
 sums='sum:input_tokens, sum:output_tokens, sum:cache_read_tokens, sum:cache_write_tokens'

@@ -10,8 +10,10 @@ ccusage's `daily --json --by-agent` report with quarry's usage per model and day
                                                 trees of tests/fixtures/agents/
                                                 {qwen,kimi,copilot} into HOME/.qwen/,
                                                 HOME/.kimi/ and HOME/.copilot/, and
-                                                OpenCode's database into
-                                                HOME/.local/share/opencode/
+                                                OpenCode's database and its older
+                                                JSON files (legacy/storage) into
+                                                HOME/.local/share/opencode/, Goose's
+                                                database and Amp's threads likewise
   ccusage_compare.py compare CCUSAGE.json QUARRY.json [QUARRY_VIA.json]
                                                 print the comparison tables
 
@@ -42,6 +44,7 @@ AGENT_OF_ORIGIN = {
     "opencode-session": "opencode",
     "kilo-session": "kilo",
     "goose-session": "goose",
+    "amp-thread": "amp",
 }
 # The session files of other agents (tests/fixtures/agents/MANIFEST.tsv): agent folder and where
 # the agent keeps its contents under HOME (subfolders kept).
@@ -54,6 +57,11 @@ AGENT_FIXTURES = [
 ]
 # Kilo CLI keeps OpenCode's tables under another name: the OpenCode database again, as Kilo's.
 AGENT_COPIES = [(Path("opencode/opencode.db"), Path(".local/share/kilo/kilo.db"))]
+# Folders copied whole where the agent keeps them: OpenCode's JSON files of releases before 1.2.
+AGENT_TREES = [
+    (Path("opencode/legacy/storage"), Path(".local/share/opencode/storage")),
+    (Path("amp/threads"), Path(".local/share/amp/threads")),
+]
 # Databases kept as SQL scripts (hand-made fixtures), built where the agent keeps its database.
 AGENT_SCRIPTS = [(Path("goose/sessions.sql"), Path(".local/share/goose/sessions/sessions.db"))]
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agents"
@@ -103,6 +111,9 @@ def layout(corpus: Path, home: Path) -> None:
         (home / dest).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(FIXTURES / src, home / dest)
         files += 1
+    for src, dest in AGENT_TREES:
+        shutil.copytree(FIXTURES / src, home / dest, dirs_exist_ok=True)
+        files += sum(1 for f in (home / dest).rglob("*.json"))
     for script, dest in AGENT_SCRIPTS:
         (home / dest).parent.mkdir(parents=True, exist_ok=True)
         with sqlite3.connect(home / dest) as db:

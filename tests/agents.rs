@@ -568,6 +568,309 @@ fn opencode_damaged_rows_and_databases_are_reported() {
     );
 }
 
+/// OpenCode's JSON files (`opencode/legacy/storage`, made by `make.py`, which says what each
+/// session holds), worked out by hand: `ses_old` (0.7.5) ran three calls in one message, whose
+/// own tokens are the last call's: 1,200 + 30 + 25 in, 80 + 60 + 150 out, 3,200 + 3,300 read,
+/// 2,000 written; `ses_mid` (1.0.40, gpt-5) 5,000 in with its 4,000 reads inside (1,000), 800,
+/// and 200 below its 3,000 reads (kept), outputs 300 + 40 + 20, the aborted call no row;
+/// `ses_sub` 400 / 50 / 1,000 and `ses_bad` 70 / 7 after a message file cut short, reported
+/// with its path. Beside them, files modelled on a real 1.0.114 archive (`opencode/cchistory`,
+/// anonymised by their publisher): two calls of mock-planner-4.6 (1,600 / 120 / 400 read and
+/// 900 / 80 / 500 read; that release's input is without the cache) and a session without
+/// messages, archived and reported as empty.
+#[test]
+fn opencode_json_files_count_each_step_and_the_cache_once() {
+    let storage = fixtures("opencode/legacy/storage");
+    let modelled = fixtures("opencode/cchistory/storage");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&storage, &modelled]);
+    assert_eq!(
+        summary["sessions_ingested"]["opencode-session"], 6,
+        "{summary}"
+    );
+    let reported: Vec<(&str, &str, &str)> = summary["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let file = d["file"].as_str().unwrap();
+            let session = file.rsplit_once('#').map_or(file, |(_, s)| s);
+            (
+                session,
+                d["kind"].as_str().unwrap(),
+                d["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(reported.len(), 2, "{summary}");
+    assert!(
+        reported
+            .iter()
+            .any(|(s, k, r)| *s == "ses_bad" && *k == "bad_record" && r.contains("msg_bad1.json")),
+        "{summary}"
+    );
+    assert!(
+        reported
+            .iter()
+            .any(|(s, k, _)| *s == "ses_22222222bbbbMockOpenCode02" && *k == "empty_transcript"),
+        "{summary}"
+    );
+    let archive = open(&db);
+    let mut oracle = crate::oracle::opencode_files(&storage);
+    oracle.extend(crate::oracle::opencode_files(&modelled));
+    assert_usage(
+        &archive,
+        &[
+            (
+                "claude-sonnet-4-20250514",
+                [3, 1200 + 30 + 25, 80 + 60 + 150, 3200 + 3300, 2000],
+            ),
+            ("claude-sonnet-4-5", [2, 400 + 70, 50 + 7, 1000, 0]),
+            (
+                "gpt-5",
+                [3, 1000 + 800 + 200, 300 + 40 + 20, 4000 + 3000, 0],
+            ),
+            ("mock-planner-4.6", [2, 1600 + 900, 120 + 80, 400 + 500, 0]),
+        ],
+        oracle,
+    );
+    assert_eq!(
+        children(&archive),
+        "opencode-session:ses_sub<opencode-session:ses_mid:subagent"
+    );
+    // Both tool calls of the message that ran three steps, and their results.
+    assert_eq!(
+        roles(&archive, "opencode-session:ses_old"),
+        "user assistant tool tool"
+    );
+    // A second ingest of the unchanged files changes nothing.
+    let again = ingest(&db, &[&storage, &modelled]);
+    assert_eq!(again["files_unchanged"], 6, "{again}");
+    assert_eq!(again["files_changed"], 0, "{again}");
+}
+
+/// OpenCode 1.2 copied the JSON files into `opencode.db` and left them: a session in both is
+/// one session, the database's (where the agent went on, here with one more answer), whichever
+/// is read first; a session only in the files is read from them.
+#[test]
+fn opencode_json_files_and_the_database_they_went_into_are_one_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("opencode");
+    copy_tree(&fixtures("opencode/legacy/storage"), &data.join("storage"));
+    let conn = opencode_db(&data.join("opencode.db"));
+    // The migration: ses_mid's files as rows, ids from the paths, out of the data.
+    let files = data.join("storage");
+    oc_session(&conn, "ses_mid", None, "1.0.40", 1_761_000_000_000);
+    for entry in std::fs::read_dir(files.join("message/ses_mid")).unwrap() {
+        let path = entry.unwrap().path();
+        let id = path.file_stem().unwrap().to_str().unwrap().to_string();
+        let mut data: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        data.as_object_mut()
+            .unwrap()
+            .retain(|k, _| k != "id" && k != "sessionID");
+        oc_message(&conn, "ses_mid", &id, data, &[]);
+    }
+    // After the move, a call only the database holds.
+    oc_message(
+        &conn,
+        "ses_mid",
+        "msg_mid9",
+        oc_assistant(1_771_000_000_000, "openai", "gpt-5", [60, 6, 0, 0, 0]),
+        &[oc_text("Cached the dependencies.")],
+    );
+    let gpt5 = [4, 1000 + 800 + 200 + 60, 300 + 40 + 20 + 6, 4000 + 3000, 0];
+    let both = dir.path().join("both.db");
+    let summary = ingest(&both, &[&data]);
+    assert_eq!(
+        summary["sessions_ingested"]["opencode-session"], 4,
+        "{summary}"
+    );
+    let archive = open(&both);
+    assert_eq!(usage_by_model(&archive)["gpt-5"], gpt5);
+    let source = "SELECT source_path FROM sessions WHERE session_id = 'opencode-session:ses_mid'";
+    assert!(crate::support::text(&archive, source, []).ends_with("opencode.db#ses_mid"));
+    // The files first, then the database: the database's session replaces the files' one.
+    let later = dir.path().join("later.db");
+    ingest(&later, &[&files]);
+    ingest(&later, &[&data.join("opencode.db")]);
+    let later = open(&later);
+    assert_eq!(usage_by_model(&later), usage_by_model(&archive));
+    assert_eq!(
+        crate::support::table_counts(&later),
+        crate::support::table_counts(&archive)
+    );
+    assert!(crate::support::text(&later, source, []).ends_with("opencode.db#ses_mid"));
+    drop(conn);
+}
+
+/// A home under `dir` and the data folder agents keep their files in for `place`: `home`
+/// (`~/.local/share`) or `xdg` (`$XDG_DATA_HOME`, with the variable set).
+fn data_home(dir: &Path, place: &str) -> (PathBuf, PathBuf, Vec<(&'static str, PathBuf)>) {
+    let home = dir.join("home");
+    match place {
+        "home" => (home.clone(), home.join(".local/share"), Vec::new()),
+        _ => {
+            let xdg = dir.join("xdg");
+            (home, xdg.clone(), vec![("XDG_DATA_HOME", xdg)])
+        }
+    }
+}
+
+/// With no path, `quarry ingest` finds the JSON files where OpenCode and Kilo CLI kept them
+/// (`~/.local/share/<agent>/storage`, `$XDG_DATA_HOME/<agent>/storage`), Kilo's as Kilo's, and
+/// nothing else of the data folder (no file of the store read as a transcript of its own).
+#[test]
+fn opencode_and_kilo_json_files_are_found_where_they_kept_them() {
+    for (agent, origin) in [("opencode", "opencode-session"), ("kilo", "kilo-session")] {
+        for place in ["home", "xdg"] {
+            let dir = tempfile::tempdir().unwrap();
+            let (home, data, vars) = data_home(dir.path(), place);
+            copy_tree(
+                &fixtures("opencode/legacy/storage"),
+                &data.join(agent).join("storage"),
+            );
+            std::fs::write(data.join(agent).join("storage/migration"), b"5").unwrap();
+            let summary = ingest_discovered(dir.path(), &home, &vars);
+            assert_eq!(
+                summary["sessions_ingested"][origin], 4,
+                "{place}: {summary}"
+            );
+            assert_eq!(
+                summary["diagnostics"].as_array().unwrap().len(),
+                1,
+                "{place}: {summary}"
+            );
+            let archive = open(&dir.path().join("a.db"));
+            let want = crate::oracle::opencode_files(&fixtures("opencode/legacy/storage"));
+            let got = usage_by_model(&archive);
+            if agent == "opencode" {
+                assert_eq!(got, want, "{place}");
+            } else {
+                // Kilo's releases are numbered apart from OpenCode's: its "1.0.40" is not the
+                // OpenCode release whose input held the cache reads.
+                let sonnet = "claude-sonnet-4-20250514";
+                assert_eq!(got[sonnet], want[sonnet], "{place}");
+                assert_eq!(got["gpt-5"], [3, 5000 + 800 + 200, 360, 7000, 0], "{place}");
+            }
+        }
+    }
+}
+
+/// Amp threads (`amp/threads`): a real export of a gpt-5.6-sol thread (12 calls; Amp writes
+/// OpenAI's uncached prompt as cache creation: read as input) and a thread of the ledger era,
+/// worked out by hand: two calls of claude-sonnet-4-5 (12 + 8 in, 300 + 120 out, 5,000 read,
+/// 5,000 + 400 written; the second's model from its ledger event), a cancelled call (all 0: no
+/// row), the ledger's events of those two adding nothing, and its event for a message the
+/// thread does not hold (claude-haiku-4-5, 900 / 20) a call of its own.
+#[test]
+fn amp_threads_count_each_call_once_beside_their_ledger() {
+    let threads = fixtures("amp/threads");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&threads]);
+    assert_eq!(summary["sessions_ingested"]["amp-thread"], 2, "{summary}");
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let archive = open(&db);
+    let creation: i64 = [
+        16954, 1146, 225, 468, 157, 474, 155, 184, 176, 502, 183, 134,
+    ]
+    .iter()
+    .sum();
+    let output: i64 = [117, 142, 112, 119, 112, 128, 149, 139, 143, 150, 111, 115]
+        .iter()
+        .sum();
+    let read: i64 = [
+        0, 16951, 18094, 18316, 18781, 18935, 19406, 19558, 19739, 19912, 20411, 20591,
+    ]
+    .iter()
+    .sum();
+    assert_usage(
+        &archive,
+        &[
+            ("claude-haiku-4-5", [1, 900, 20, 0, 0]),
+            (
+                "claude-sonnet-4-5",
+                [2, 12 + 8, 300 + 120, 5000, 5000 + 400],
+            ),
+            ("gpt-5.6-sol", [12, creation, output, read, 0]),
+        ],
+        crate::oracle::amp(&threads),
+    );
+    let thread = "amp-thread:T-0a11ce00-0000-4000-8000-000000000001";
+    assert_eq!(
+        roles(&archive, thread),
+        "user assistant tool assistant assistant system"
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            &format!("SELECT cwd FROM sessions WHERE session_id = '{thread}'"),
+            []
+        ),
+        "/home/alice/src/login service"
+    );
+    // The tool's result is linked to its call by id.
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            &format!(
+                "SELECT r.tool_name || ': ' || r.text FROM blocks r WHERE r.session_id = '{thread}'
+                 AND r.type = 'tool_result'"
+            ),
+            []
+        ),
+        "Bash: test login ... FAILED"
+    );
+}
+
+/// With no path, `quarry ingest` finds Amp's threads in `~/.local/share/amp/threads` (on macOS
+/// too) or `$XDG_DATA_HOME/amp/threads`; a thread cut short is reported with its file and line
+/// and the others are read.
+#[test]
+fn amp_threads_are_found_where_amp_keeps_them_and_a_cut_one_is_reported() {
+    for place in ["home", "xdg"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, data, vars) = data_home(dir.path(), place);
+        let threads = data.join("amp/threads");
+        copy_tree(&fixtures("amp/threads"), &threads);
+        let whole = std::fs::read(fixtures(
+            "amp/threads/T-0a11ce00-0000-4000-8000-000000000001.json",
+        ))
+        .unwrap();
+        let cut = threads.join("T-0a11ce00-0000-4000-8000-00000000000c.json");
+        std::fs::write(&cut, &whole[..whole.len() * 2 / 3]).unwrap();
+        let summary = ingest_discovered(dir.path(), &home, &vars);
+        assert_eq!(
+            summary["sessions_ingested"]["amp-thread"], 2,
+            "{place}: {summary}"
+        );
+        let diagnostics = summary["diagnostics"].as_array().unwrap();
+        assert_eq!(diagnostics.len(), 1, "{place}: {summary}");
+        assert_eq!(diagnostics[0]["kind"], "invalid_json", "{summary}");
+        assert!(
+            diagnostics[0]["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("00000000000c.json")
+                && diagnostics[0]["line"].as_i64().unwrap() > 1,
+            "{summary}"
+        );
+        std::fs::remove_file(&cut).unwrap();
+        let archive = open(&dir.path().join("a.db"));
+        assert_eq!(
+            usage_by_model(&archive),
+            crate::oracle::amp(&threads),
+            "{place}"
+        );
+    }
+}
+
 /// The archive's usage by model is `want` (figures worked out by hand), and so is the
 /// independent reading of the raw files.
 fn assert_usage(

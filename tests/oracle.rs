@@ -604,6 +604,77 @@ pub fn opencode(db: &Path, since: [u64; 3]) -> BTreeMap<String, [i64; 5]> {
     by_model(seen)
 }
 
+/// OpenCode usage by model from the JSON files of releases before 1.2 (`storage/`), read
+/// straight from them: each message's `tokens`, or, where a message has more than one
+/// `step-finish` part with tokens (releases before 0.8 ran several calls in one message), each
+/// step's; before 1.0.62 (the session file's `version`) the input less the cache reads unless
+/// the provider is Anthropic's or Bedrock's or the input is below them; the reasoning inside the
+/// output (these releases kept it there); all-zero calls left out.
+pub fn opencode_files(storage: &Path) -> BTreeMap<String, [i64; 5]> {
+    let json = |p: &Path| -> Option<Value> { serde_json::from_slice(&std::fs::read(p).ok()?).ok() };
+    let files = |dir: PathBuf| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let mut versions = HashMap::new();
+    for project in files(storage.join("session")) {
+        for session in files(project) {
+            let id = session.file_stem().unwrap().to_string_lossy().into_owned();
+            let version = json(&session).and_then(|s| s["version"].as_str().map(String::from));
+            versions.insert(id, version.unwrap_or_default());
+        }
+    }
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    for (session, version) in &versions {
+        let v: Vec<u64> = version.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+        for file in files(storage.join("message").join(session)) {
+            let Some(m) = json(&file) else { continue };
+            if m["role"] != "assistant" || !m["tokens"].is_object() {
+                continue;
+            }
+            let id = file.file_stem().unwrap().to_string_lossy().into_owned();
+            let steps: Vec<Value> = files(storage.join("part").join(&id))
+                .iter()
+                .filter_map(|p| json(p))
+                .filter(|p| p["type"] == "step-finish" && p["tokens"].is_object())
+                .map(|p| p["tokens"].clone())
+                .collect();
+            let calls = if steps.len() > 1 {
+                steps
+            } else {
+                vec![m["tokens"].clone()]
+            };
+            let provider = m["providerID"].as_str().unwrap_or("");
+            let anthropic = provider.starts_with("anthropic")
+                || provider == "amazon-bedrock"
+                || provider == "google-vertex-anthropic";
+            for (k, t) in calls.iter().enumerate() {
+                let n = |v: &Value| v.as_i64().unwrap_or(0);
+                let (i, o, cr, cw) = (
+                    n(&t["input"]),
+                    n(&t["output"]),
+                    n(&t["cache"]["read"]),
+                    n(&t["cache"]["write"]),
+                );
+                let i = if v < vec![1, 0, 62] && !anthropic && cr > 0 && i >= cr {
+                    i - cr
+                } else {
+                    i
+                };
+                if [i, o, cr, cw] == [0; 4] {
+                    continue;
+                }
+                let model = m["modelID"].as_str().unwrap_or("").to_string();
+                seen.insert(format!("{session} {id} {k}"), (model, [i, o, cr, cw]));
+            }
+        }
+    }
+    by_model(seen)
+}
+
 /// Goose usage by model (count, uncached input, output, cache reads, cache writes), read
 /// straight from each `sessions.db`: every `usage_ledger` row with some count (the input less
 /// both cache counts; a `carried_forward` row, which names no model, as it is), or, in a
@@ -648,6 +719,75 @@ pub fn goose(dbs: &[&Path]) -> BTreeMap<String, [i64; 5]> {
             seen.insert(
                 format!("{d} {id:?}"),
                 (model, [input - read - write, output, read, write]),
+            );
+        }
+    }
+    by_model(seen)
+}
+
+/// Amp usage by model, read straight from each thread file: each assistant message's `usage`
+/// with some count (OpenAI's models' cache creation read as input; the model, where the usage
+/// does not name it, from the ledger event of the message), and each `usageLedger` event
+/// whose message has no usage (its input and output); once per thread and message.
+pub fn amp(threads: &Path) -> BTreeMap<String, [i64; 5]> {
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(threads)
+        .expect("threads")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    for file in files {
+        let Ok(t) = serde_json::from_slice::<Value>(&std::fs::read(&file).expect("read")) else {
+            continue;
+        };
+        let id = t["id"].as_str().unwrap_or_default();
+        let events = t["usageLedger"]["events"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut counted = HashSet::new();
+        for m in t["messages"].as_array().into_iter().flatten() {
+            let u = &m["usage"];
+            if m["role"] != "assistant" || !u.is_object() {
+                continue;
+            }
+            let number = m["messageId"].as_i64();
+            let event = events.iter().find(|e| e["toMessageId"].as_i64() == number);
+            let model = u["model"]
+                .as_str()
+                .or_else(|| event.and_then(|e| e["model"].as_str()))
+                .unwrap_or("")
+                .to_string();
+            let n = |k: &str| u[k].as_i64().unwrap_or(0);
+            let openai = model.starts_with("gpt-");
+            let (cw, extra) = if openai {
+                (0, n("cacheCreationInputTokens"))
+            } else {
+                (n("cacheCreationInputTokens"), 0)
+            };
+            let counts = [
+                n("inputTokens") + extra,
+                n("outputTokens"),
+                n("cacheReadInputTokens"),
+                cw,
+            ];
+            counted.extend(number);
+            if counts != [0; 4] {
+                seen.insert(format!("{id} {number:?}"), (model, counts));
+            }
+        }
+        for e in &events {
+            if e["toMessageId"]
+                .as_i64()
+                .is_some_and(|to| counted.contains(&to))
+            {
+                continue;
+            }
+            let n = |k: &str| e["tokens"][k].as_i64().unwrap_or(0);
+            let model = e["model"].as_str().unwrap_or("").to_string();
+            seen.insert(
+                format!("{id} ledger {}", e["id"]),
+                (model, [n("input"), n("output"), 0, 0]),
             );
         }
     }

@@ -35,6 +35,8 @@ pub enum Format {
     OpenCode,
     /// A Goose session's rows, read from its database.
     Goose,
+    /// An Amp thread (whole-file JSON).
+    Amp,
 }
 
 impl Format {
@@ -54,6 +56,7 @@ impl Format {
             Format::Copilot => "a GitHub Copilot CLI log",
             Format::OpenCode => "an OpenCode session",
             Format::Goose => "a Goose session",
+            Format::Amp => "an Amp thread",
         }
     }
 }
@@ -121,6 +124,9 @@ pub fn detect_json(root: &Value) -> Option<Format> {
     }
     if probe.get("chunkedPrompt").is_some() {
         return Some(Format::AiStudio);
+    }
+    if super::amp::is_thread(probe) {
+        return Some(Format::Amp);
     }
     if probe.get("sessionId").is_some() && probe.get("messages").is_some() {
         return Some(Format::GeminiJson);

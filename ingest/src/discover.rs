@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
-pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db, ~/.local/share/kilo/kilo.db, ~/.local/share/goose/sessions/sessions.db";
+pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db (and storage), ~/.local/share/kilo/kilo.db, ~/.local/share/goose/sessions/sessions.db, ~/.local/share/amp/threads";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
@@ -13,9 +13,11 @@ pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.g
 /// `$QWEN_HOME/projects`), `~/.kimi/sessions` (or `$KIMI_SHARE_DIR/sessions`) and
 /// `~/.copilot/session-state` (or `$COPILOT_HOME/session-state`), and the databases of OpenCode
 /// (`$OPENCODE_DB`, else each `opencode.db` / `opencode-<channel>.db` in
-/// `${XDG_DATA_HOME:-~/.local/share}/opencode`) and Kilo CLI (`$KILO_DB`, else `kilo.db` and
-/// its channels' in `${XDG_DATA_HOME:-~/.local/share}/kilo`), and Goose's `sessions.db`
-/// ([`goose_database`]).
+/// `${XDG_DATA_HOME:-~/.local/share}/opencode`, and its `storage` folder of older releases'
+/// JSON files) and Kilo CLI (`$KILO_DB`, else `kilo.db` and
+/// its channels' in `${XDG_DATA_HOME:-~/.local/share}/kilo`), Goose's `sessions.db`
+/// ([`goose_database`]) and Amp's threads (`${XDG_DATA_HOME:-~/.local/share}/amp/threads`, on
+/// macOS too).
 pub fn default_roots() -> Vec<PathBuf> {
     let home = dirs::home_dir();
     let claude = std::env::var_os("CLAUDE_CONFIG_DIR")
@@ -39,6 +41,9 @@ pub fn default_roots() -> Vec<PathBuf> {
         .or_else(|| home.as_ref().map(|h| h.join(".qwen")));
     let kimi = env_dir("KIMI_SHARE_DIR").or_else(|| home.as_ref().map(|h| h.join(".kimi")));
     let copilot = env_dir("COPILOT_HOME").or_else(|| home.as_ref().map(|h| h.join(".copilot")));
+    let amp = env_dir("XDG_DATA_HOME")
+        .or_else(|| home.as_ref().map(|h| h.join(".local").join("share")))
+        .map(|d| d.join("amp").join("threads"));
     [
         claude.map(|c| c.join("projects")),
         codex.map(|c| c.join("sessions")),
@@ -47,6 +52,7 @@ pub fn default_roots() -> Vec<PathBuf> {
         qwen.map(|q| q.join("projects")),
         kimi.map(|k| k.join("sessions")),
         copilot.map(|c| c.join("session-state")),
+        amp,
     ]
     .into_iter()
     .flatten()
@@ -72,9 +78,20 @@ fn goose_database(home: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// An agent's databases: the file the variable `var` names, else those in its data folder
-/// `${XDG_DATA_HOME:-~/.local/share}/<folder>` (the folder's JSON files of OpenCode releases
-/// before 1.2 are not read).
+/// `${XDG_DATA_HOME:-~/.local/share}/<folder>`; and the folder's `storage` of JSON files,
+/// which releases before the database wrote.
 fn databases(home: Option<&Path>, var: &str, folder: &str) -> Vec<PathBuf> {
+    let data = env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")));
+    let storage = data
+        .map(|d| d.join(folder).join("storage"))
+        .filter(|s| super::opencode_files::is_store(s));
+    let mut found = database_files(home, var, folder);
+    found.extend(storage);
+    found
+}
+
+/// The database files of [`databases`].
+fn database_files(home: Option<&Path>, var: &str, folder: &str) -> Vec<PathBuf> {
     let data = env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")));
     let folder = data.map(|d| d.join(folder));
     if let Some(db) = env_dir(var) {
@@ -114,6 +131,9 @@ pub enum Candidate {
     /// An agent's session database (`sources::Kind` names which), before its sessions are
     /// listed.
     Database(PathBuf),
+    /// OpenCode's (or Kilo CLI's) `storage` folder of JSON files, from its releases before the
+    /// database, before its sessions are listed.
+    Files(PathBuf),
     /// One session of an agent's database, read as a document of its own.
     Session(super::sources::SessionSource),
     /// A path that exists (or is a link) but cannot be read as a file, with the reason.
@@ -133,13 +153,20 @@ pub fn is_transcript_name(path: &Path) -> bool {
 pub fn walk(paths: &[PathBuf]) -> Vec<Candidate> {
     let mut files = Vec::new();
     for root in paths {
-        for entry in walkdir::WalkDir::new(root)
+        let mut entries = walkdir::WalkDir::new(root)
             .follow_links(false)
             .sort_by_file_name()
-        {
+            .into_iter();
+        while let Some(entry) = entries.next() {
             match entry {
                 Ok(entry) => {
                     let path = entry.path().to_path_buf();
+                    // OpenCode's JSON files are read a session at a time, not file by file.
+                    if entry.file_type().is_dir() && super::opencode_files::is_store(&path) {
+                        files.push(Candidate::Files(path));
+                        entries.skip_current_dir();
+                        continue;
+                    }
                     // An agent's database: named as the agent names it in a folder, or given
                     // itself (`$OPENCODE_DB`, a path on the command line) and an SQLite file.
                     let database = super::sources::Kind::of(&path).is_some()

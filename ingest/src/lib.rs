@@ -14,6 +14,7 @@
 //! [`IngestError`], [`reindex()`], and [`assertions`]. Everything else is private.
 
 mod aistudio;
+mod amp;
 pub mod assertions;
 mod chatgpt;
 mod checkpoint;
@@ -32,6 +33,7 @@ mod kimi;
 mod lines;
 mod model;
 mod opencode;
+mod opencode_files;
 mod pi;
 mod qwen;
 mod reindex;
@@ -178,7 +180,7 @@ pub fn ingest_reporting(
         .filter_map(|c| match c {
             Candidate::File(p) => std::fs::metadata(p).ok().map(|m| m.len()),
             Candidate::Session(s) => Some(s.size),
-            Candidate::Database(_) | Candidate::Unreadable(..) => None,
+            Candidate::Database(_) | Candidate::Files(_) | Candidate::Unreadable(..) => None,
         })
         .sum();
     let mut summary = Summary {
@@ -425,9 +427,9 @@ fn parse_all(
         let work = match candidate {
             Candidate::Unreadable(path, reason) => unreadable(path.display().to_string(), reason),
             Candidate::File(path) => prepare_file(&path, conn.as_ref(), context, &mut claimed),
-            Candidate::Database(path) => unreadable(
+            Candidate::Database(path) | Candidate::Files(path) => unreadable(
                 path.display().to_string(),
-                "a database whose sessions were not listed".to_string(),
+                "a store whose sessions were not listed".to_string(),
             ),
             Candidate::Session(source) => {
                 prepare_session(&source, &mut database, conn.as_ref(), context, &mut claimed)
@@ -452,15 +454,20 @@ fn prepare_session(
     context: &FileContext,
     claimed: &mut HashMap<String, Claim>,
 ) -> Work {
-    if database.as_ref().is_none_or(|(p, _)| *p != source.db) {
-        *database = sources::open(&source.db)
-            .ok()
-            .map(|c| (source.db.clone(), c));
-    }
-    let read = database
-        .as_ref()
-        .ok_or_else(|| "the database could not be opened again".to_string())
-        .and_then(|(_, db)| sources::document(db, source).map_err(|e| e.to_string()));
+    let read = if source.files {
+        opencode_files::document(&source.store, &source.session, source.kind.agent())
+            .map_err(|e| e.to_string())
+    } else {
+        if database.as_ref().is_none_or(|(p, _)| *p != source.store) {
+            *database = sources::open(&source.store)
+                .ok()
+                .map(|c| (source.store.clone(), c));
+        }
+        database
+            .as_ref()
+            .ok_or_else(|| "the database could not be opened again".to_string())
+            .and_then(|(_, db)| sources::document(db, source).map_err(|e| e.to_string()))
+    };
     match read {
         Ok(Some(bytes)) => prepare_bytes(
             Input::document(source.name(), bytes),
@@ -479,7 +486,9 @@ fn prepare_session(
                     file: source.name(),
                     line: None,
                     kind: "unreadable",
-                    reason: format!("cannot read the session from its database: {reason}"),
+                    reason: format!(
+                        "cannot read the session from where the agent keeps it: {reason}"
+                    ),
                 }],
                 0,
             )
@@ -672,7 +681,9 @@ fn prepare_bytes(
     drop(bytes);
     let Some(format) = format else {
         let mut diagnostics = parsed.diagnostics;
-        if !parsed.sidecar {
+        // A document that is not JSON at all (cut short) has said so already.
+        let invalid = diagnostics.iter().any(|d| d.kind == "invalid_json");
+        if !parsed.sidecar && !invalid {
             let agents: Vec<&str> = quarry_schema::ORIGINS.iter().map(|o| o.label).collect();
             diagnostics.push(Diagnostic {
                 file: name,
@@ -708,10 +719,8 @@ fn prepare_bytes(
             .map(|c| (c.path.clone(), c.size))
             .or_else(|| conn.and_then(|c| store::session_source(c, &id).ok().flatten()));
         if let Some((other, other_size)) = claim.filter(|(p, _)| *p != name) {
-            if same_file_name(&other, &name) {
-                // The same session file from another folder or machine (a synced or copied
-                // folder): one session, read from the longer copy.
-                if size <= other_size {
+            if let Some(keep_other) = keeps_copy(&other, &name, size <= other_size) {
+                if keep_other {
                     copy_of = Some(other);
                     continue;
                 }
@@ -883,8 +892,29 @@ fn file_identity(path: &Path) -> Option<String> {
 
 /// Whether two archived paths name the same file in different folders (`<session>.jsonl` on
 /// two machines).
-fn same_file_name(a: &str, b: &str) -> bool {
-    Path::new(a).file_name() == Path::new(b).file_name()
+/// When a session is already archived from another document, whether that one stays (`None`:
+/// the two are not copies of one session). The same file from another folder or machine (a
+/// synced or copied folder) is one session, read from the longer copy (`other_longer`: the
+/// archived one is at least as long); so is one session of an agent's store in two places.
+/// OpenCode's JSON files and the database it migrated them into are one session too, the
+/// database's, where the agent went on.
+fn keeps_copy(other: &str, name: &str, other_longer: bool) -> Option<bool> {
+    let same_file = Path::new(other).file_name() == Path::new(name).file_name();
+    let same_session = sources::session_of(other).is_some()
+        && sources::session_of(other) == sources::session_of(name);
+    if !same_file && !same_session {
+        return None;
+    }
+    Some(
+        match (
+            sources::is_files_document(other),
+            sources::is_files_document(name),
+        ) {
+            (true, false) => false,
+            (false, true) => true,
+            _ => other_longer,
+        },
+    )
 }
 
 /// A re-exported document (ChatGPT, Claude.ai, Gemini JSON) replaces the conversations it still
@@ -922,6 +952,7 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
                     Some(Format::ClaudeAi) => claude_ai::parse(&root, &mut parsed),
                     Some(Format::AiStudio) => aistudio::parse(name, &root, &mut parsed),
                     Some(Format::GeminiJson) => gemini::parse_json(&root, &mut parsed),
+                    Some(Format::Amp) => amp::parse(name, &root, &mut parsed),
                     _ => {
                         parsed.sidecar = detect::is_sidecar(&root);
                         return (None, parsed);
@@ -974,7 +1005,12 @@ fn report_empty(name: &str, format: Option<Format>, parsed: &mut ParsedFile) {
 }
 
 fn looks_like_lines(bytes: &[u8]) -> bool {
-    bytes.iter().filter(|b| **b == b'\n').take(2).count() >= 2 && bytes.first() == Some(&b'{')
+    // A pretty-printed document (a thread cut short) opens with a line of `{` alone, which no
+    // JSON Lines record is.
+    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    bytes.iter().filter(|b| **b == b'\n').take(2).count() >= 2
+        && bytes.first() == Some(&b'{')
+        && first.trim_ascii() != b"{"
 }
 
 #[cfg(test)]

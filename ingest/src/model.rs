@@ -34,11 +34,13 @@ pub enum Origin {
     Kilo,
     /// Goose's session database.
     Goose,
+    /// Amp's thread files (`T-<id>.json`).
+    Amp,
 }
 
 impl Origin {
     /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
-    pub const ALL: [Origin; 13] = [
+    pub const ALL: [Origin; 14] = [
         Origin::ClaudeCode,
         Origin::Codex,
         Origin::ChatGpt,
@@ -52,6 +54,7 @@ impl Origin {
         Origin::OpenCode,
         Origin::Kilo,
         Origin::Goose,
+        Origin::Amp,
     ];
 
     /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].

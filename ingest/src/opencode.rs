@@ -28,6 +28,14 @@
 //! copy, `opencode:<created ms>:<provider>/<model>:<counts>` (Kilo's `kilo:...`), so the copy adds nothing and the
 //! earlier session owns the response. A message whose counts are all 0 (an aborted call) has
 //! no row.
+//!
+//! Two traps of older releases, whose sessions come from the JSON files of
+//! [`super::opencode_files`]: before 0.8 a message ran many model calls (steps), each with a
+//! `step-finish` part carrying its tokens, while the message's `tokens` kept the last step's
+//! only, so a message with several such parts counts each step; and before 1.0.62 `input` was
+//! the AI SDK's as it came, which holds the cache reads for every provider but Anthropic's and
+//! Bedrock's, so a session created by such a release has them taken out of the input (where
+//! the input is not below them: a later release writing into the session stored it without).
 
 use rusqlite::Connection;
 use serde_json::Value;
@@ -120,6 +128,14 @@ struct Reader {
     /// The release that created the session keeps the reasoning out of `tokens.output`
     /// (OpenCode 1.3.16 on, Kilo CLI 7 on), where a call's `total` does not say.
     reasoning_apart: bool,
+    /// The release that created the session stored the AI SDK's input as it came, the cache
+    /// reads inside for every provider but Anthropic's and Bedrock's (OpenCode before 1.0.62).
+    input_holds_cache: bool,
+    /// The assistant message's call, counted when its parts have been read.
+    call: Option<Call>,
+    /// Its `step-finish` parts' tokens (with their events): more than one in a message of
+    /// OpenCode before 0.8, whose own `tokens` are then the last step's.
+    steps: Vec<(Value, usize)>,
     /// The message being read (`None` after a message that could not be read: its parts are
     /// dropped).
     message: Option<MessageDraft>,
@@ -131,16 +147,45 @@ struct Reader {
 }
 
 impl Reader {
-    /// Ends the message being read: a user message whose text OpenCode wrote all itself (a
-    /// file's contents, a tool's replayed output) is not one a person typed.
+    /// Ends the message being read: its usage, one row per call (each step of a message that
+    /// ran several, else the message's own tokens); a user message whose text OpenCode wrote
+    /// all itself (a file's contents, a tool's replayed output) is not one a person typed.
     fn flush(&mut self) {
+        let steps = std::mem::take(&mut self.steps);
         if let Some(mut m) = self.message.take() {
+            if let Some(call) = self.call.take() {
+                m.tokens = if steps.len() > 1 {
+                    let mut sum: Option<Tokens> = None;
+                    for (step, (tokens, event_index)) in steps.iter().enumerate() {
+                        if let Some(t) = usage(self, &call, tokens, Some(step), *event_index) {
+                            sum.get_or_insert_with(Tokens::default).add(&t);
+                        }
+                    }
+                    sum
+                } else {
+                    usage(self, &call, &call.tokens, None, call.event_index)
+                };
+            }
             m.injected = m.role == Role::User && self.synthetic && !self.authored;
             self.session.messages.push(m);
         }
+        self.call = None;
         self.session.messages.append(&mut self.results);
         (self.synthetic, self.authored) = (false, false);
     }
+}
+
+/// An assistant message's model call, as its data names it.
+struct Call {
+    /// The message's id.
+    id: Option<String>,
+    provider: String,
+    model: Option<String>,
+    /// When it was created (the key's time, which a fork's copy keeps).
+    time: Option<i64>,
+    /// Its `tokens`.
+    tokens: Value,
+    event_index: usize,
 }
 
 /// Reads one session's document.
@@ -148,6 +193,9 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
     let mut reader = Reader {
         session: SessionDraft::new(Origin::OpenCode, id_from_name(name)),
         reasoning_apart: false,
+        input_holds_cache: false,
+        call: None,
+        steps: Vec::new(),
         message: None,
         results: Vec::new(),
         synthetic: false,
@@ -160,12 +208,23 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
         let data = value.get("data").unwrap_or(&Value::Null);
         let time = json_time(data.get("time").and_then(|t| t.get("created")))
             .or_else(|| json_time(data.get("time").and_then(|t| t.get("start"))));
+        // A session of JSON files names the file the record came from (a session's own file
+        // only when it is damaged).
+        let file = str_field(value, "file").map_or_else(String::new, |f| format!(" ({f})"));
+        if kind == "session" && value.get("data").is_some_and(|d| !d.is_object()) {
+            parsed.diagnostics.push(Diagnostic {
+                file: name.to_string(),
+                line: Some(line.number),
+                kind: "bad_record",
+                reason: format!("an OpenCode session whose file is not a JSON object{file}"),
+            });
+        }
         if kind != "session" && !data.is_object() {
             parsed.diagnostics.push(Diagnostic {
                 file: name.to_string(),
                 line: Some(line.number),
                 kind: "bad_record",
-                reason: format!("an OpenCode {kind} whose data is not a JSON object"),
+                reason: format!("an OpenCode {kind} whose data is not a JSON object{file}"),
             });
             if kind == "message" {
                 // Its parts belong to no message read.
@@ -237,7 +296,10 @@ fn read_session(reader: &mut Reader, row: &Value) {
         Origin::Kilo => [7, 0, 0],
         _ => [1, 3, 16],
     };
-    reader.reasoning_apart = str_field(row, "version").is_some_and(|v| at_least(&v, since));
+    let version = str_field(row, "version");
+    reader.reasoning_apart = version.as_deref().is_some_and(|v| at_least(v, since));
+    reader.input_holds_cache = reader.session.origin == Origin::OpenCode
+        && version.as_deref().is_some_and(|v| !at_least(v, [1, 0, 62]));
 }
 
 /// Whether a version `major.minor.patch` is at least `want`.
@@ -278,20 +340,27 @@ fn read_message(
                 .filter(|c| !c.is_empty());
         }
         if let Some(tokens) = data.get("tokens").filter(|t| t.is_object()) {
-            m.tokens = usage(reader, value, data, tokens, time, event_index);
+            reader.call = Some(Call {
+                id: str_field(value, "id"),
+                provider: str_field(data, "providerID").unwrap_or_default(),
+                model: str_field(data, "modelID"),
+                time,
+                tokens: tokens.clone(),
+                event_index,
+            });
         }
     }
     reader.message = Some(m);
 }
 
-/// The usage row of an assistant message's `tokens` (none when every count is 0: an aborted
-/// call), keyed by what a fork's copy keeps: the time, provider, model and counts as stored.
+/// The usage row of a call's `tokens` (a message's, or one step's of several), none when
+/// every count is 0 (an aborted call), keyed by what a fork's copy keeps: the time, provider,
+/// model and counts as stored (and the step's place).
 fn usage(
     reader: &mut Reader,
-    value: &Value,
-    data: &Value,
+    call: &Call,
     tokens: &Value,
-    time: Option<i64>,
+    step: Option<usize>,
     event_index: usize,
 ) -> Option<Tokens> {
     let n = |v: Option<&Value>| v.and_then(Value::as_i64).unwrap_or(0);
@@ -305,13 +374,30 @@ fn usage(
     };
     // A message older than its session is a fork's copy, written by an earlier release than
     // the one that made the fork: the fork's release says nothing of it.
-    let copied = matches!((time, reader.session.created_at), (Some(t), Some(c)) if t < c);
+    let copied = matches!((call.time, reader.session.created_at), (Some(t), Some(c)) if t < c);
     let apart = counts.reasoning_apart(
         tokens.get("total").and_then(Value::as_i64),
         reader.reasoning_apart && !copied,
     );
+    // Before 1.0.62 the input of every provider but Anthropic's (and Bedrock's, which passes
+    // Anthropic's counts on) holds the cache reads, so it is never below them.
+    let anthropic = call.provider.starts_with("anthropic")
+        || matches!(
+            call.provider.as_str(),
+            "amazon-bedrock" | "google-vertex-anthropic"
+        );
+    let input = if reader.input_holds_cache
+        && !copied
+        && !anthropic
+        && counts.cache_read > 0
+        && counts.input >= counts.cache_read
+    {
+        counts.input - counts.cache_read
+    } else {
+        counts.input
+    };
     let t = Tokens {
-        input: counts.input,
+        input,
         output: counts
             .output
             .saturating_add(if apart { counts.reasoning } else { 0 }),
@@ -327,27 +413,29 @@ fn usage(
         Origin::Kilo => "kilo",
         _ => "opencode",
     };
-    let model = str_field(data, "modelID");
-    let key = format!(
+    let mut key = format!(
         "{agent}:{}:{}/{}:{}/{}/{}/{}/{}",
-        time.unwrap_or(0),
-        str_field(data, "providerID").unwrap_or_default(),
-        model.as_deref().unwrap_or(""),
+        call.time.unwrap_or(0),
+        call.provider,
+        call.model.as_deref().unwrap_or(""),
         counts.input,
         counts.output,
         counts.cache_read,
         counts.cache_write,
         counts.reasoning
     );
+    if let Some(step) = step {
+        key.push_str(&format!(":step{step}"));
+    }
     reader.session.usage.push(UsageDraft {
         response_key: Some(key),
         via: RecordedVia::Transcript,
         subagent_native_id: None,
         message_index: Some(reader.session.messages.len()),
-        request_id: str_field(value, "id"),
-        model,
+        request_id: call.id.clone(),
+        model: call.model.clone(),
         tokens: t,
-        occurred_at_ms: time,
+        occurred_at_ms: call.time,
         event_index,
     });
     Some(t)
@@ -446,6 +534,11 @@ fn read_part(reader: &mut Reader, part: &str, data: &Value, time: Option<i64>, e
             .session
             .snapshots
             .push(SnapshotDraft::compaction(String::new(), time)),
+        "step-finish" => {
+            if let Some(tokens) = data.get("tokens").filter(|t| t.is_object()) {
+                reader.steps.push((tokens.clone(), event_index));
+            }
+        }
         _ => {}
     }
 }

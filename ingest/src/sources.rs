@@ -134,11 +134,13 @@ pub fn database_of(path: &Path) -> Option<PathBuf> {
     Kind::of(&db).map(|_| db)
 }
 
-/// One session of an agent's database.
+/// One session of an agent's database (or of OpenCode's folder of JSON files).
 #[derive(Debug, Clone)]
 pub struct SessionSource {
-    /// The database file.
-    pub db: PathBuf,
+    /// The database file, or the `storage` folder.
+    pub store: PathBuf,
+    /// Whether the store is a folder of JSON files ([`super::opencode_files`]).
+    pub files: bool,
     /// Whose database.
     pub kind: Kind,
     /// The session's id.
@@ -148,11 +150,28 @@ pub struct SessionSource {
 }
 
 impl SessionSource {
-    /// The document's name in the archive: `<canonical database path>#<session id>`.
+    /// The document's name in the archive: `<canonical database or folder path>#<session id>`.
     pub fn name(&self) -> String {
-        let db = self.db.canonicalize().unwrap_or_else(|_| self.db.clone());
-        format!("{}#{}", db.display(), self.session)
+        let store = self
+            .store
+            .canonicalize()
+            .unwrap_or_else(|_| self.store.clone());
+        format!("{}#{}", store.display(), self.session)
     }
+}
+
+/// Whether an archived document's name is that of a session read from a folder of JSON files
+/// (`.../storage#<session id>`), which the database the agent migrated it into supersedes.
+pub fn is_files_document(name: &str) -> bool {
+    name.rsplit_once('#')
+        .is_some_and(|(store, _)| Path::new(store).file_name().is_some_and(|f| f == "storage"))
+}
+
+/// The session id of a document read from an agent's store (`<store>#<session id>`).
+pub fn session_of(name: &str) -> Option<&str> {
+    name.rsplit_once('#')
+        .map(|(_, id)| id)
+        .filter(|id| !id.is_empty() && !id.contains(['/', '\\']))
 }
 
 /// Opens a database read-only, as a reader beside the agent writing it.
@@ -219,14 +238,36 @@ pub fn text(value: ValueRef<'_>) -> String {
     }
 }
 
-/// Every candidate with each database replaced by its sessions (or by the reason it could not
-/// be read).
+/// Every candidate with each database (and folder of JSON files) replaced by its sessions, or
+/// by the reason it could not be read.
 pub fn expand(candidates: Vec<Candidate>) -> Vec<Candidate> {
     let mut out = Vec::with_capacity(candidates.len());
     for candidate in candidates {
-        let Candidate::Database(path) = candidate else {
-            out.push(candidate);
-            continue;
+        let path = match candidate {
+            Candidate::Database(path) => path,
+            Candidate::Files(store) => {
+                let kind = super::opencode_files::kind_of(&store);
+                match super::opencode_files::sessions(&store) {
+                    Ok(list) => out.extend(list.into_iter().map(|(session, size)| {
+                        Candidate::Session(SessionSource {
+                            store: store.clone(),
+                            files: true,
+                            kind,
+                            session,
+                            size,
+                        })
+                    })),
+                    Err(e) => out.push(Candidate::Unreadable(
+                        store,
+                        format!("cannot list the sessions of the folder: {e}"),
+                    )),
+                }
+                continue;
+            }
+            other => {
+                out.push(other);
+                continue;
+            }
         };
         let listed = open(&path).and_then(|conn| match Kind::detect(&conn, &path)? {
             Some(kind) => Ok(Some((kind, sessions(&conn, kind)?))),
@@ -239,7 +280,8 @@ pub fn expand(candidates: Vec<Candidate>) -> Vec<Candidate> {
             )),
             Ok(Some((kind, list))) => out.extend(list.into_iter().map(|(session, size)| {
                 Candidate::Session(SessionSource {
-                    db: path.clone(),
+                    store: path.clone(),
+                    files: false,
                     kind,
                     session,
                     size,

@@ -269,12 +269,14 @@ pub fn watch(
     }
 }
 
-/// What a notified change asks to read: a transcript under a watched folder, or a database
+/// What a notified change asks to read: a transcript under a watched folder (or the OpenCode
+/// store of JSON files it is part of), or a database
 /// given or found (a root file, or an agent's database by name) when it or its `-wal` changed.
 /// Other files beside a database (its folder is watched for the log) are not read.
 fn changed(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
     if is_transcript_name(path) && roots.iter().any(|r| r.is_dir() && path.starts_with(r)) {
-        return Some(path.to_path_buf());
+        // A file of OpenCode's JSON store asks for the store, read a session at a time.
+        return Some(crate::opencode_files::store_of(path).unwrap_or_else(|| path.to_path_buf()));
     }
     let database = path
         .to_str()
@@ -300,6 +302,7 @@ fn checkpoint(archive: &Archive, wal: &std::path::Path) -> Option<u64> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use std::path::{Path, PathBuf};
 
@@ -308,6 +311,21 @@ mod tests {
     /// A database's commits land in its `-wal`: that asks for the database; the files beside a
     /// database (its folder is watched for the log) ask for nothing, transcripts under a
     /// watched folder for themselves.
+    /// A file of OpenCode's JSON store asks for the store, read a session at a time.
+    #[test]
+    fn a_file_of_opencodes_json_store_asks_for_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("opencode/storage");
+        for folder in ["session/global", "message/ses_a", "part/msg_a"] {
+            std::fs::create_dir_all(store.join(folder)).unwrap();
+        }
+        let roots = vec![dir.path().to_path_buf()];
+        let part = store.join("part/msg_a/prt_a.json");
+        assert_eq!(changed(&part, &roots), Some(store.clone()));
+        let elsewhere = dir.path().join("notes/storage/a.json");
+        assert_eq!(changed(&elsewhere, &roots), Some(elsewhere.clone()));
+    }
+
     #[test]
     fn a_databases_log_asks_for_the_database_and_its_neighbours_for_nothing() {
         let folder = std::env::temp_dir();

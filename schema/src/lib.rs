@@ -232,6 +232,12 @@ pub const ORIGINS: &[OriginDecl] = &[
         lines: true,
         label: "Goose",
     },
+    OriginDecl {
+        name: "amp-thread",
+        harness: "amp",
+        lines: false,
+        label: "Amp",
+    },
 ];
 
 /// The closed vocabulary of `assertions.status`, in the spec's order.
