@@ -568,6 +568,77 @@ fn opencode_damaged_rows_and_databases_are_reported() {
     );
 }
 
+/// A Goose database the agent went on writing between two ingests (a new call and its answer in
+/// the first session) gives the archive a fresh ingest of its final state gives; a message
+/// whose `content_json` is damaged is reported with its session and place, and the session's
+/// other messages and every call are kept.
+#[test]
+fn goose_changed_and_damaged_databases_keep_every_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("goose/sessions/sessions.db");
+    goose_traps(&db, &dir.path().join("old/sessions.db"));
+    let archive = dir.path().join("a.db");
+    ingest(&archive, &[&dir.path().join("goose")]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)
+           VALUES ('20260301_1', 'assistant', '[{\"type\":\"text\",\"text\":\"Done.\"}]',
+                   1772355700, '{}');
+         INSERT INTO usage_ledger (session_id, created_timestamp, model, input_tokens,
+           output_tokens, total_tokens, cache_read_tokens, cache_write_tokens, cost_source)
+           VALUES ('20260301_1', 1772355700, 'claude-sonnet-4-5', 14000, 40, 14040, 13000, 0,
+                   'estimated');
+         UPDATE messages SET content_json = '[{\"type\":\"te' WHERE id = 4;",
+    )
+    .unwrap();
+    let again = ingest(&archive, &[&dir.path().join("goose")]);
+    assert_eq!(again["files_changed"], 1, "{again}");
+    assert_eq!(again["files_unchanged"], 1, "{again}");
+    let diagnostics = again["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{again}");
+    assert!(
+        diagnostics[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("sessions.db#20260301_1")
+            && diagnostics[0]["kind"] == "bad_record"
+            && diagnostics[0]["line"].as_i64().is_some(),
+        "{again}"
+    );
+    let fresh = dir.path().join("fresh.db");
+    ingest(&fresh, &[&dir.path().join("goose")]);
+    let (a, b) = (open(&archive), open(&fresh));
+    assert_eq!(usage_by_model(&a), usage_by_model(&b));
+    // The new call: 14,000 in with 13,000 read, 40 out.
+    assert_eq!(
+        usage_by_model(&a)["claude-sonnet-4-5"],
+        [
+            3,
+            2000 + 1000 + 1000,
+            200 + 80 + 40,
+            9000 + 12000 + 13000,
+            1000
+        ]
+    );
+    assert_eq!(
+        crate::support::table_counts(&a),
+        crate::support::table_counts(&b)
+    );
+    // The damaged answer keeps its place (its row's role and time read) without its text; the
+    // new one follows.
+    assert_eq!(
+        roles(&a, "goose-session:20260301_1"),
+        "user assistant tool assistant assistant"
+    );
+    let texts = "SELECT group_concat(text, ' | ') FROM (SELECT b.text FROM blocks b
+                 JOIN messages m USING (message_id) WHERE b.session_id = 'goose-session:20260301_1'
+                 AND b.type = 'text' ORDER BY m.position, b.position)";
+    assert_eq!(
+        crate::support::text(&a, texts, []),
+        "Fix the flaky test | Running the tests. | Done."
+    );
+}
+
 /// OpenCode's JSON files (`opencode/legacy/storage`, made by `make.py`, which says what each
 /// session holds), worked out by hand: `ses_old` (0.7.5) ran three calls in one message, whose
 /// own tokens are the last call's: 1,200 + 30 + 25 in, 80 + 60 + 150 out, 3,200 + 3,300 read,

@@ -800,7 +800,7 @@ fn quarry_prices_shows_the_table_in_force_with_its_dates_and_sources() {
         "the release date's source: {text}"
     );
     let all = quarry_json(&["--format", "json", "prices"]);
-    assert_eq!(all["models"].as_array().unwrap().len(), 58);
+    assert_eq!(all["models"].as_array().unwrap().len(), 59);
     let dir = tempfile::tempdir().unwrap();
     let prices = dir.path().join("p.toml");
     std::fs::write(&prices, PRICES).unwrap();

@@ -23,6 +23,8 @@ mod claude_ai;
 mod claude_code;
 mod codex;
 mod copilot;
+#[cfg(test)]
+mod damage;
 mod derive;
 mod detect;
 mod discover;

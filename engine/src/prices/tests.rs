@@ -18,8 +18,9 @@ fn close(a: Option<f64>, b: f64) -> bool {
 #[test]
 fn the_bundled_table_parses_and_covers_the_families() {
     let t = file::parse(BUNDLED, Origin::Bundled).expect("data/prices.toml parses");
-    assert_eq!(t.models().len(), 58);
+    assert_eq!(t.models().len(), 59);
     for id in [
+        "glm-5",
         "claude-opus-4-1-20250805",
         "claude-sonnet-4-5",
         "claude-haiku-4-5-20251001",
