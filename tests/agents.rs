@@ -942,6 +942,191 @@ fn amp_threads_are_found_where_amp_keeps_them_and_a_cut_one_is_reported() {
     }
 }
 
+/// Cline's traps (`cline/make.py` says what its task holds), worked out by hand: claude-sonnet-4-5
+/// three requests (1,000 / 200 with 3,000 written, its model from the task's model log; a
+/// cancelled one, 50 / 80 with 3,000 read; one stamped with its model, 20 / 40 with 5,000 read),
+/// gpt-5 through the "OpenAI Compatible" provider 5,000 in with its 4,000 reads inside (1,000),
+/// and, with no model, the subagents' sum (700 / 70) and a checkpoint's removed requests (300 /
+/// 30 with 100 read); the placeholder request no row. Beside it real Roo Code tasks
+/// (`roo/`, RooCodeInc/Roo-Code's own fixtures): ten requests through OpenRouter's
+/// anthropic/claude-sonnet-4.5 in 2025-10 (OpenAI's protocol: 535,406 in with its 447,080 reads
+/// inside, 88,326 without; 4,547 out), and two of 2025-02 whose input is Anthropic's, without the
+/// cache (3 + 3 in, 384 + 160 out, 16,041 + 15,791 written), before Roo named the model.
+#[test]
+fn cline_family_tasks_count_each_request_once() {
+    let (cline, roo) = (fixtures("cline"), fixtures("roo"));
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&cline, &roo]);
+    assert_eq!(summary["sessions_ingested"]["cline-task"], 1, "{summary}");
+    assert_eq!(
+        summary["sessions_ingested"]["roo-code-task"], 3,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let archive = open(&db);
+    let mut oracle = crate::oracle::cline_tasks(&cline);
+    for (model, figures) in crate::oracle::cline_tasks(&roo) {
+        let row = oracle.entry(model).or_default();
+        for (a, b) in row.iter_mut().zip(figures) {
+            *a += b;
+        }
+    }
+    assert_usage(
+        &archive,
+        &[
+            (
+                "",
+                [
+                    2 + 2,
+                    700 + 300 + 3 + 3,
+                    70 + 30 + 384 + 160,
+                    100,
+                    16041 + 15791,
+                ],
+            ),
+            (
+                "anthropic/claude-sonnet-4.5",
+                [10, 535406 - 447080, 4547, 447080, 0],
+            ),
+            (
+                "claude-sonnet-4-5-20250929",
+                [3, 1000 + 50 + 20, 200 + 80 + 40, 3000 + 5000, 3000],
+            ),
+            ("gpt-5", [1, 5000 - 4000, 100, 4000, 0]),
+        ],
+        oracle,
+    );
+    let task = "cline-task:1760000000000";
+    assert_eq!(
+        roles(&archive, task),
+        "user assistant tool assistant tool assistant"
+    );
+    let number = |sql: &str| crate::support::scalar(&archive, sql, []);
+    // The extension's own cost of every request and sum, beside quarry's estimate.
+    assert_eq!(
+        number(&format!(
+            "SELECT CAST(ROUND(reported_cost_usd * 1000) AS INTEGER) FROM sessions
+             WHERE session_id = '{task}'"
+        )),
+        20 + 5 + 10 + 3 + 1 + 16
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            &format!("SELECT title || ' @ ' || cwd FROM sessions WHERE session_id = '{task}'"),
+            []
+        ),
+        "Fix the login bug @ /home/alice/src/api"
+    );
+    // A second ingest of the unchanged folders changes nothing.
+    let again = ingest(&db, &[&cline, &roo]);
+    assert_eq!(again["files_unchanged"], 4, "{again}");
+}
+
+/// A task folder whose UI messages are cut short keeps its conversation and reports the file;
+/// one whose history is cut keeps its requests; neither is a panic or a lost task.
+#[test]
+fn cline_family_damaged_task_files_keep_the_rest() {
+    let task = fixtures("cline/saoudrizwan.claude-dev/tasks/1760000000000");
+    // Without its history the task holds no message, which is reported too.
+    for (file, want_roles, requests, reported) in [
+        (
+            "ui_messages.json",
+            "user assistant tool assistant tool assistant",
+            0,
+            1,
+        ),
+        ("api_conversation_history.json", "(none)", 6, 2),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir
+            .path()
+            .join("saoudrizwan.claude-dev/tasks/1760000000000");
+        copy_tree(&task, &copy);
+        let bytes = std::fs::read(copy.join(file)).unwrap();
+        std::fs::write(copy.join(file), &bytes[..bytes.len() / 2]).unwrap();
+        let db = dir.path().join("a.db");
+        let summary = ingest(&db, &[dir.path()]);
+        let diagnostics = summary["diagnostics"].as_array().unwrap();
+        assert_eq!(diagnostics.len(), reported, "{file}: {summary}");
+        assert!(
+            diagnostics[0]["reason"].as_str().unwrap().contains(file),
+            "{file}: {summary}"
+        );
+        let archive = open(&db);
+        let messages = crate::support::scalar(&archive, "SELECT COUNT(*) FROM messages", []);
+        let got = if messages == 0 {
+            "(none)".to_string()
+        } else {
+            roles(&archive, "cline-task:1760000000000")
+        };
+        assert_eq!(got, want_roles, "{file}");
+        assert_eq!(
+            crate::support::scalar(&archive, "SELECT COUNT(*) FROM usage", []),
+            requests,
+            "{file}"
+        );
+    }
+}
+
+/// With no path, `quarry ingest` finds the task folders in each editor's storage (VS Code and
+/// Cursor here, under `$XDG_CONFIG_HOME` or `~/.config`), a remote server's, and the Cline
+/// CLI's (`~/.cline/data/tasks`, `$CLINE_DIR`).
+#[test]
+fn cline_family_tasks_are_found_in_each_editors_storage() {
+    let task = fixtures("cline/saoudrizwan.claude-dev/tasks/1760000000000");
+    let roo = fixtures("roo/rooveterinaryinc.roo-cline/tasks/natural-mini-uncondensed");
+    for place in ["home", "xdg", "server", "cli", "variable"] {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let (config, mut vars) = match place {
+            "xdg" => {
+                let xdg = dir.path().join("xdg");
+                (xdg.clone(), vec![("XDG_CONFIG_HOME", xdg)])
+            }
+            _ => (home.join(".config"), Vec::new()),
+        };
+        let cline_tasks = match place {
+            "server" => {
+                home.join(".vscode-server/data/User/globalStorage/saoudrizwan.claude-dev/tasks")
+            }
+            "cli" => home.join(".cline/data/tasks"),
+            "variable" => {
+                vars.push(("CLINE_DIR", dir.path().join("cline")));
+                dir.path().join("cline/data/tasks")
+            }
+            _ => config.join("Code/User/globalStorage/saoudrizwan.claude-dev/tasks"),
+        };
+        copy_tree(&task, &cline_tasks.join("1760000000000"));
+        let roo_tasks = config.join("Cursor/User/globalStorage/rooveterinaryinc.roo-cline/tasks");
+        copy_tree(&roo, &roo_tasks.join("natural-mini-uncondensed"));
+        std::fs::write(
+            roo_tasks.join("_index.json"),
+            b"{\"version\": 1, \"entries\": []}",
+        )
+        .unwrap();
+        let summary = ingest_discovered(dir.path(), &home, &vars);
+        assert_eq!(
+            summary["sessions_ingested"]["cline-task"], 1,
+            "{place}: {summary}"
+        );
+        assert_eq!(
+            summary["sessions_ingested"]["roo-code-task"], 1,
+            "{place}: {summary}"
+        );
+        assert_eq!(
+            summary["diagnostics"].as_array().unwrap().len(),
+            0,
+            "{place}: {summary}"
+        );
+    }
+}
+
 /// The archive's usage by model is `want` (figures worked out by hand), and so is the
 /// independent reading of the raw files.
 fn assert_usage(
@@ -1352,6 +1537,10 @@ fn ingest_discovered(dir: &Path, home: &Path, vars: &[(&str, PathBuf)]) -> serde
         .env_remove("OPENCODE_DB")
         .env_remove("KILO_DB")
         .env_remove("GOOSE_PATH_ROOT")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("VSCODE_APPDATA")
+        .env_remove("CLINE_DIR")
+        .env_remove("CLINE_DATA_DIR")
         .env("HOME", home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("CODEX_HOME", home.join(".codex"));

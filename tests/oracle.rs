@@ -793,3 +793,147 @@ pub fn amp(threads: &Path) -> BTreeMap<String, [i64; 5]> {
     }
     by_model(seen)
 }
+
+/// Cline, Roo Code and Kilo Code usage by model, read straight from every task folder under
+/// `root` (`tasks/<id>/ui_messages.json`, with `task_metadata.json` and
+/// `api_conversation_history.json` for the model): each `api_req_started` with a count (a
+/// cancelled one too), and Cline's `subagent_usage` and checkpoint `deleted_api_reqs` sums (no
+/// model); the input without the cache: Roo's and Kilo's OpenAI-protocol counts and Anthropic's
+/// from 2025-10-31 (where not below the cache) less both cache counts, Cline's less them for the
+/// providers whose input holds them.
+pub fn cline_tasks(root: &Path) -> BTreeMap<String, [i64; 5]> {
+    let inclusive = [
+        "openai",
+        "openai-codex",
+        "litellm",
+        "lmstudio",
+        "xai",
+        "zai",
+        "fireworks",
+        "doubao",
+        "qwen",
+        "hicap",
+        "oca",
+        "sapaicore",
+    ];
+    let mut seen: HashMap<String, (String, [i64; 4])> = HashMap::new();
+    for entry in walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        let dir = entry.path();
+        let ui_path = dir.join("ui_messages.json");
+        let in_tasks = dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == "tasks");
+        if !in_tasks || !ui_path.is_file() {
+            continue;
+        }
+        let read = |name: &str| -> Value {
+            std::fs::read(dir.join(name))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or(Value::Null)
+        };
+        let roo = dir
+            .to_string_lossy()
+            .to_ascii_lowercase()
+            .contains("roo-cline")
+            || dir
+                .to_string_lossy()
+                .to_ascii_lowercase()
+                .contains("kilo-code");
+        let (ui, api, meta) = (
+            read("ui_messages.json"),
+            read("api_conversation_history.json"),
+            read("task_metadata.json"),
+        );
+        let models: Vec<(i64, String)> = api
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| {
+                let text = m["content"].to_string();
+                let start = text.find("<model>")? + 7;
+                let end = text[start..].find("</model>")? + start;
+                Some((m["ts"].as_i64()?, text[start..end].to_string()))
+            })
+            .collect();
+        for m in ui.as_array().into_iter().flatten() {
+            let say = m["say"].as_str().unwrap_or("");
+            if ![
+                "api_req_started",
+                "subagent_usage",
+                "deleted_api_reqs",
+                "api_req_deleted",
+            ]
+            .contains(&say)
+            {
+                continue;
+            }
+            let Ok(info) = serde_json::from_str::<Value>(m["text"].as_str().unwrap_or("")) else {
+                continue;
+            };
+            let ts = m["ts"].as_i64().unwrap_or(0);
+            let n = |k: &str| info[k].as_i64().unwrap_or(0);
+            let (tin, out, cr, cw) = (
+                n("tokensIn"),
+                n("tokensOut"),
+                n("cacheReads"),
+                n("cacheWrites"),
+            );
+            let (model, provider) = if say != "api_req_started" {
+                (String::new(), String::new())
+            } else if let Some(id) = m["modelInfo"]["modelId"].as_str() {
+                (
+                    id.to_string(),
+                    m["modelInfo"]["providerId"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                )
+            } else if roo {
+                let next = models.iter().find(|(t, _)| *t >= ts).or(models.last());
+                (
+                    next.map(|(_, m)| m.clone()).unwrap_or_default(),
+                    String::new(),
+                )
+            } else {
+                let last = meta["model_usage"].as_array().and_then(|log| {
+                    log.iter()
+                        .rev()
+                        .find(|e| e["ts"].as_i64().is_some_and(|t| t <= ts))
+                });
+                (
+                    last.and_then(|e| e["model_id"].as_str())
+                        .unwrap_or("")
+                        .to_string(),
+                    last.and_then(|e| e["model_provider_id"].as_str())
+                        .unwrap_or("")
+                        .to_string(),
+                )
+            };
+            let without = (tin - cr - cw).max(0);
+            let input = if say != "api_req_started" {
+                tin
+            } else if roo {
+                match info["apiProtocol"].as_str() {
+                    Some("anthropic") if ts >= 1_761_868_800_000 && tin >= cr + cw => without,
+                    Some("anthropic") | None => tin,
+                    Some(_) => without,
+                }
+            } else if inclusive.contains(&provider.as_str()) {
+                without
+            } else {
+                tin
+            };
+            let counts = [input, out, cr, cw];
+            if counts != [0; 4] {
+                seen.insert(format!("{} {say} {ts}", dir.display()), (model, counts));
+            }
+        }
+    }
+    by_model(seen)
+}

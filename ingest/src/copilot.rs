@@ -511,17 +511,14 @@ fn push_usage(
     time: Option<i64>,
     event_index: usize,
 ) {
-    session.usage.push(UsageDraft {
-        response_key: Some(format!("copilot:{}:{event_id}:{model}", session.native_id)),
-        via: RecordedVia::Transcript,
-        subagent_native_id: None,
-        message_index: None,
-        request_id: None,
-        model: Some(model.to_string()),
-        tokens: run.tokens(),
-        occurred_at_ms: time,
+    let key = format!("copilot:{}:{event_id}:{model}", session.native_id);
+    session.usage.push(UsageDraft::keyed(
+        key,
+        Some(model.to_string()),
+        run.tokens(),
+        time,
         event_index,
-    });
+    ));
 }
 
 /// The working folder and git context of `session.start`, `session.resume` or

@@ -37,6 +37,8 @@ pub enum Format {
     Goose,
     /// An Amp thread (whole-file JSON).
     Amp,
+    /// A Cline, Roo Code or Kilo Code task folder, read as one document.
+    Cline,
 }
 
 impl Format {
@@ -57,6 +59,7 @@ impl Format {
             Format::OpenCode => "an OpenCode session",
             Format::Goose => "a Goose session",
             Format::Amp => "an Amp thread",
+            Format::Cline => "a Cline-family task",
         }
     }
 }
@@ -85,6 +88,9 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
         }
         if super::goose::is_line(v) {
             return Some(Format::Goose);
+        }
+        if super::cline::is_line(v) {
+            return Some(Format::Cline);
         }
         if v.get("payload").is_some() && kind.is_some_and(|k| CODEX_TYPES.contains(&k)) {
             return Some(Format::Codex);

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
-pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db (and storage), ~/.local/share/kilo/kilo.db, ~/.local/share/goose/sessions/sessions.db, ~/.local/share/amp/threads";
+pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db (and storage), ~/.local/share/kilo/kilo.db, ~/.local/share/goose/sessions/sessions.db, ~/.local/share/amp/threads, the editors' Cline, Roo Code and Kilo Code task folders";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
@@ -57,10 +57,78 @@ pub fn default_roots() -> Vec<PathBuf> {
     .into_iter()
     .flatten()
     .filter(|p| p.is_dir())
+    .chain(task_folders(home.as_deref()))
     .chain(databases(home.as_deref(), "OPENCODE_DB", "opencode"))
     .chain(databases(home.as_deref(), "KILO_DB", "kilo"))
     .chain(goose_database(home.as_deref()))
     .collect()
+}
+
+/// The editors whose extensions' storage is searched for Cline-family task folders: VS Code
+/// and the editors built on it, by the folder name each gives its user data.
+const EDITORS: &[&str] = &[
+    "Code",
+    "Code - Insiders",
+    "VSCodium",
+    "VSCodium - Insiders",
+    "Code - OSS",
+    "Cursor",
+    "Windsurf",
+    "Positron",
+    "Antigravity",
+];
+
+/// The extensions' folders (as the editor writes them, lower case).
+const EXTENSIONS: &[&str] = &[
+    "saoudrizwan.claude-dev",
+    "rooveterinaryinc.roo-cline",
+    "kilocode.kilo-code",
+];
+
+/// Cline's, Roo Code's and Kilo Code's `tasks` folders that exist: in each editor's user data
+/// (`${XDG_CONFIG_HOME:-~/.config}/<editor>` on Linux, `~/Library/Application Support/<editor>`
+/// on macOS, `%APPDATA%\<editor>` on Windows, `$VSCODE_APPDATA/<editor>` where set) and a remote
+/// server's (`~/.vscode-server/data`, `~/.cursor-server/data`, ...), under
+/// `User/globalStorage/<extension>/tasks`; and the CLIs' (`${CLINE_DATA_DIR:-${CLINE_DIR:-
+/// ~/.cline}/data}/tasks`, Roo's `~/.vscode-mock/global-storage/tasks`, Kilo's
+/// `~/.kilocode/cli/global/tasks`).
+fn task_folders(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut data: Vec<PathBuf> = Vec::new();
+    let config = env_dir("VSCODE_APPDATA").or_else(dirs::config_dir);
+    if let Some(config) = config {
+        data.extend(EDITORS.iter().map(|e| config.join(e)));
+    }
+    if let Some(home) = home {
+        for server in [
+            ".vscode-server",
+            ".vscode-server-insiders",
+            ".cursor-server",
+            ".windsurf-server",
+            ".vscode-remote",
+        ] {
+            data.push(home.join(server).join("data"));
+        }
+    }
+    let mut found: Vec<PathBuf> = data
+        .iter()
+        .flat_map(|d| {
+            EXTENSIONS
+                .iter()
+                .map(move |x| d.join("User").join("globalStorage").join(x).join("tasks"))
+        })
+        .collect();
+    let cline = env_dir("CLINE_DATA_DIR").or_else(|| {
+        env_dir("CLINE_DIR")
+            .or_else(|| home.map(|h| h.join(".cline")))
+            .map(|d| d.join("data"))
+    });
+    found.extend(cline.map(|c| c.join("tasks")));
+    if let Some(home) = home {
+        found.push(home.join(".vscode-mock/global-storage/tasks"));
+        found.push(home.join(".kilocode/cli/global/tasks"));
+    }
+    found.retain(|p| p.is_dir());
+    found
 }
 
 /// Goose's database: `$GOOSE_PATH_ROOT/data/sessions/sessions.db`, else
@@ -165,6 +233,28 @@ pub fn walk(paths: &[PathBuf]) -> Vec<Candidate> {
                     if entry.file_type().is_dir() && super::opencode_files::is_store(&path) {
                         files.push(Candidate::Files(path));
                         entries.skip_current_dir();
+                        continue;
+                    }
+                    // A Cline-family task folder is one session, its files one document.
+                    if entry.file_type().is_dir() && super::cline::is_task_folder(&path) {
+                        files.push(Candidate::Session(super::sources::SessionSource {
+                            kind: super::cline::kind_of(&path)
+                                .unwrap_or(super::sources::Kind::Cline),
+                            session: entry.file_name().to_string_lossy().into_owned(),
+                            size: super::cline::size(&path),
+                            store: path,
+                            files: true,
+                        }));
+                        entries.skip_current_dir();
+                        continue;
+                    }
+                    // Roo's index of its task folders.
+                    if path.file_name().is_some_and(|n| n == "_index.json")
+                        && path
+                            .parent()
+                            .and_then(Path::file_name)
+                            .is_some_and(|n| n == "tasks")
+                    {
                         continue;
                     }
                     // An agent's database: named as the agent names it in a folder, or given

@@ -207,17 +207,9 @@ fn push_usage(
         cache_write,
         cache_write_1h: 0,
     };
-    session.usage.push(UsageDraft {
-        response_key: Some(key),
-        via: RecordedVia::Transcript,
-        subagent_native_id: None,
-        message_index: None,
-        request_id: None,
-        model,
-        tokens,
-        occurred_at_ms: time,
-        event_index,
-    });
+    session
+        .usage
+        .push(UsageDraft::keyed(key, model, tokens, time, event_index));
 }
 
 /// The session's row: its name, folder, times, parent (a subagent's), and, in a database

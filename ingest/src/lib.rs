@@ -21,6 +21,7 @@ mod checkpoint;
 mod chunks;
 mod claude_ai;
 mod claude_code;
+mod cline;
 mod codex;
 mod copilot;
 #[cfg(test)]
@@ -457,8 +458,7 @@ fn prepare_session(
     claimed: &mut HashMap<String, Claim>,
 ) -> Work {
     let read = if source.files {
-        opencode_files::document(&source.store, &source.session, source.kind.agent())
-            .map_err(|e| e.to_string())
+        sources::files_document(source).map_err(|e| e.to_string())
     } else {
         if database.as_ref().is_none_or(|(p, _)| *p != source.store) {
             *database = sources::open(&source.store)
@@ -987,6 +987,7 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::Copilot) => copilot::parse(name, lines, &mut parsed),
         Some(Format::OpenCode) => opencode::parse(name, lines, &mut parsed),
         Some(Format::Goose) => goose::parse(name, lines, &mut parsed),
+        Some(Format::Cline) => cline::parse(name, lines, &mut parsed),
         _ => {
             parsed.sidecar = detect::is_sidecar_lines(&lines);
             parsed

@@ -36,11 +36,17 @@ pub enum Origin {
     Goose,
     /// Amp's thread files (`T-<id>.json`).
     Amp,
+    /// Cline's task folders.
+    Cline,
+    /// Roo Code's task folders.
+    RooCode,
+    /// Kilo Code's task folders (the extension before Kilo 7).
+    KiloCode,
 }
 
 impl Origin {
     /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
-    pub const ALL: [Origin; 14] = [
+    pub const ALL: [Origin; 17] = [
         Origin::ClaudeCode,
         Origin::Codex,
         Origin::ChatGpt,
@@ -55,6 +61,9 @@ impl Origin {
         Origin::Kilo,
         Origin::Goose,
         Origin::Amp,
+        Origin::Cline,
+        Origin::RooCode,
+        Origin::KiloCode,
     ];
 
     /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].
@@ -389,6 +398,29 @@ pub struct UsageDraft {
     pub occurred_at_ms: Option<i64>,
     /// Index of the source record it came from.
     pub event_index: usize,
+}
+
+impl UsageDraft {
+    /// A response's usage as a transcript records it under `key`, tied to no message.
+    pub fn keyed(
+        key: String,
+        model: Option<String>,
+        tokens: Tokens,
+        occurred_at_ms: Option<i64>,
+        event_index: usize,
+    ) -> Self {
+        UsageDraft {
+            response_key: Some(key),
+            via: RecordedVia::Transcript,
+            subagent_native_id: None,
+            message_index: None,
+            request_id: None,
+            model,
+            tokens,
+            occurred_at_ms,
+            event_index,
+        }
+    }
 }
 
 /// A turn boundary written by the source itself (Codex task markers).

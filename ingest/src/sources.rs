@@ -28,6 +28,12 @@ pub enum Kind {
     Kilo,
     /// Goose's `sessions/sessions.db`.
     Goose,
+    /// Cline's task folders ([`super::cline`]).
+    Cline,
+    /// Roo Code's task folders.
+    RooCode,
+    /// Kilo Code's task folders (the extension before Kilo 7).
+    KiloCode,
 }
 
 impl Kind {
@@ -69,7 +75,24 @@ impl Kind {
             Kind::OpenCode => "opencode",
             Kind::Kilo => "kilo",
             Kind::Goose => "goose",
+            Kind::Cline => "cline",
+            Kind::RooCode => "roo-code",
+            Kind::KiloCode => "kilo-code",
         }
+    }
+
+    /// The kind an agent's name in a document names.
+    pub fn named(agent: &str) -> Option<Kind> {
+        [
+            Kind::OpenCode,
+            Kind::Kilo,
+            Kind::Goose,
+            Kind::Cline,
+            Kind::RooCode,
+            Kind::KiloCode,
+        ]
+        .into_iter()
+        .find(|k| k.agent() == agent)
     }
 
     /// The kind of database its tables say it is: OpenCode's `session`, `message` and `part`,
@@ -157,6 +180,21 @@ impl SessionSource {
             .canonicalize()
             .unwrap_or_else(|_| self.store.clone());
         format!("{}#{}", store.display(), self.session)
+    }
+}
+
+/// A session kept as JSON files (OpenCode's `storage`, a Cline-family task folder) as its
+/// document; `None` when it is gone.
+pub fn files_document(source: &SessionSource) -> std::io::Result<Option<Vec<u8>>> {
+    match source.kind {
+        Kind::Cline | Kind::RooCode | Kind::KiloCode => {
+            if !super::cline::is_task_folder(&source.store) {
+                return Ok(None);
+            }
+            let kind = super::cline::kind_of(&source.store);
+            super::cline::document(&source.store, kind).map(Some)
+        }
+        _ => super::opencode_files::document(&source.store, &source.session, source.kind.agent()),
     }
 }
 
@@ -301,6 +339,7 @@ fn sessions(conn: &Connection, kind: Kind) -> rusqlite::Result<Vec<(String, u64)
     match kind {
         Kind::OpenCode | Kind::Kilo => super::opencode::sessions(conn),
         Kind::Goose => super::goose::sessions(conn),
+        Kind::Cline | Kind::RooCode | Kind::KiloCode => Ok(Vec::new()),
     }
 }
 
@@ -314,6 +353,7 @@ pub fn document(conn: &Connection, source: &SessionSource) -> rusqlite::Result<O
             super::opencode::document(&read, &source.session, source.kind.agent())?
         }
         Kind::Goose => super::goose::document(&read, &source.session)?,
+        Kind::Cline | Kind::RooCode | Kind::KiloCode => None,
     };
     read.finish()?;
     Ok(rows)

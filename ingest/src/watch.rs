@@ -275,8 +275,14 @@ pub fn watch(
 /// Other files beside a database (its folder is watched for the log) are not read.
 fn changed(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
     if is_transcript_name(path) && roots.iter().any(|r| r.is_dir() && path.starts_with(r)) {
-        // A file of OpenCode's JSON store asks for the store, read a session at a time.
-        return Some(crate::opencode_files::store_of(path).unwrap_or_else(|| path.to_path_buf()));
+        // A file of OpenCode's JSON store asks for the store, read a session at a time; a file
+        // of a Cline-family task folder for the folder.
+        let task = path.parent().filter(|d| crate::cline::is_task_folder(d));
+        return Some(
+            task.map(Path::to_path_buf)
+                .or_else(|| crate::opencode_files::store_of(path))
+                .unwrap_or_else(|| path.to_path_buf()),
+        );
     }
     let database = path
         .to_str()
@@ -311,6 +317,26 @@ mod tests {
     /// A database's commits land in its `-wal`: that asks for the database; the files beside a
     /// database (its folder is watched for the log) ask for nothing, transcripts under a
     /// watched folder for themselves.
+    /// A file of a Cline-family task folder asks for the folder, read as one document.
+    #[test]
+    fn a_file_of_a_task_folder_asks_for_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir
+            .path()
+            .join("saoudrizwan.claude-dev/tasks/1760000000000");
+        std::fs::create_dir_all(&task).unwrap();
+        std::fs::write(task.join("ui_messages.json"), b"[]").unwrap();
+        let roots = vec![dir.path().to_path_buf()];
+        assert_eq!(
+            changed(&task.join("ui_messages.json"), &roots),
+            Some(task.clone())
+        );
+        assert_eq!(
+            changed(&task.join("api_conversation_history.json"), &roots),
+            Some(task)
+        );
+    }
+
     /// A file of OpenCode's JSON store asks for the store, read a session at a time.
     #[test]
     fn a_file_of_opencodes_json_store_asks_for_the_store() {

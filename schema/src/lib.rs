@@ -238,6 +238,24 @@ pub const ORIGINS: &[OriginDecl] = &[
         lines: false,
         label: "Amp",
     },
+    OriginDecl {
+        name: "cline-task",
+        harness: "cline",
+        lines: false,
+        label: "Cline",
+    },
+    OriginDecl {
+        name: "roo-code-task",
+        harness: "roo-code",
+        lines: false,
+        label: "Roo Code",
+    },
+    OriginDecl {
+        name: "kilo-code-task",
+        harness: "kilo-code",
+        lines: false,
+        label: "Kilo Code",
+    },
 ];
 
 /// The closed vocabulary of `assertions.status`, in the spec's order.

@@ -102,7 +102,7 @@ const SESSIONS: Table = Table {
         req(
             "origin",
             Text,
-            "`claude-code-session`, `codex-session`, `chatgpt-export`, `claude-ai-export`, `gemini-cli-session`, `aistudio-drive`, `pi-session`, `qwen-code-session`, `kimi-cli-session`, `copilot-cli-session`, `opencode-session`, `kilo-session`, `goose-session`, `amp-thread`",
+            "`claude-code-session`, `codex-session`, `chatgpt-export`, `claude-ai-export`, `gemini-cli-session`, `aistudio-drive`, `pi-session`, `qwen-code-session`, `kimi-cli-session`, `copilot-cli-session`, `opencode-session`, `kilo-session`, `goose-session`, `amp-thread`, `cline-task`, `roo-code-task`, `kilo-code-task`",
         ),
         req(
             "native_id",
