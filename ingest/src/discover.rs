@@ -41,9 +41,7 @@ pub fn default_roots() -> Vec<PathBuf> {
         .or_else(|| home.as_ref().map(|h| h.join(".qwen")));
     let kimi = env_dir("KIMI_SHARE_DIR").or_else(|| home.as_ref().map(|h| h.join(".kimi")));
     let copilot = env_dir("COPILOT_HOME").or_else(|| home.as_ref().map(|h| h.join(".copilot")));
-    let amp = env_dir("XDG_DATA_HOME")
-        .or_else(|| home.as_ref().map(|h| h.join(".local").join("share")))
-        .map(|d| d.join("amp").join("threads"));
+    let amp = data_home(home.as_deref()).map(|d| d.join("amp").join("threads"));
     [
         claude.map(|c| c.join("projects")),
         codex.map(|c| c.join("sessions")),
@@ -136,9 +134,7 @@ fn task_folders(home: Option<&Path>) -> Vec<PathBuf> {
 fn goose_database(home: Option<&Path>) -> Option<PathBuf> {
     let db = match env_dir("GOOSE_PATH_ROOT") {
         Some(root) => root.join("data"),
-        None => env_dir("XDG_DATA_HOME")
-            .or_else(|| home.map(|h| h.join(".local").join("share")))?
-            .join("goose"),
+        None => data_home(home)?.join("goose"),
     }
     .join("sessions")
     .join("sessions.db");
@@ -149,8 +145,7 @@ fn goose_database(home: Option<&Path>) -> Option<PathBuf> {
 /// `${XDG_DATA_HOME:-~/.local/share}/<folder>`; and the folder's `storage` of JSON files,
 /// which releases before the database wrote.
 fn databases(home: Option<&Path>, var: &str, folder: &str) -> Vec<PathBuf> {
-    let data = env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")));
-    let storage = data
+    let storage = data_home(home)
         .map(|d| d.join(folder).join("storage"))
         .filter(|s| super::opencode_files::is_store(s));
     let mut found = database_files(home, var, folder);
@@ -160,8 +155,7 @@ fn databases(home: Option<&Path>, var: &str, folder: &str) -> Vec<PathBuf> {
 
 /// The database files of [`databases`].
 fn database_files(home: Option<&Path>, var: &str, folder: &str) -> Vec<PathBuf> {
-    let data = env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")));
-    let folder = data.map(|d| d.join(folder));
+    let folder = data_home(home).map(|d| d.join(folder));
     if let Some(db) = env_dir(var) {
         // The agent reads a relative name inside its data folder.
         let db = match &folder {
@@ -182,6 +176,12 @@ fn database_files(home: Option<&Path>, var: &str, folder: &str) -> Vec<PathBuf> 
         .collect();
     found.sort();
     found
+}
+
+/// The folder agents keep their data in: `$XDG_DATA_HOME`, else `~/.local/share` (on macOS too,
+/// as the agents that use it do).
+fn data_home(home: Option<&Path>) -> Option<PathBuf> {
+    env_dir("XDG_DATA_HOME").or_else(|| home.map(|h| h.join(".local").join("share")))
 }
 
 /// The folder an environment variable names, when it is set and not empty.
