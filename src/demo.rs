@@ -133,7 +133,8 @@ fn demo_facts(archive: &Archive) -> rusqlite::Result<String> {
         out.push_str(&format!("  actions {kind:<10} {n:>6} ({errors} errors)\n"));
     }
     let (input, output, cache): (i64, i64, i64) = conn.query_row(
-        "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens) FROM usage",
+        "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens) FROM usage
+         WHERE recorded_via <> 'approximate'",
         [],
         |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;

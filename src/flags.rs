@@ -710,6 +710,10 @@ pub struct ReportArgs {
     /// Break each row down by model, repo, machine or origin.
     #[arg(long, value_name = "FIELD", value_parser = ["model", "repo", "machine", "origin"])]
     pub by: Option<String>,
+    /// Count the approximate usage too (Aider's rounded token reports, `recorded_via:approximate`),
+    /// which exact totals leave out.
+    #[arg(long)]
+    pub approximate: bool,
     /// Do not ingest new and changed transcripts from the default locations first.
     #[arg(long)]
     pub no_refresh: bool,

@@ -51,6 +51,7 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
         since: args.since,
         until: args.until,
         by: args.by.as_deref().and_then(By::from_name),
+        approximate: args.approximate,
     };
     if kind == Kind::Blocks && request.by.is_some() {
         return Err(Failure::usage(
@@ -146,7 +147,10 @@ pub fn run_report(cli: &Cli, args: ReportArgs) -> Result<(), Failure> {
         render_blocks(&report, format, &zone, &unpriced)?
     } else {
         let report = block_on(async {
-            quarry::report::run(&quarry.default_session().await?, &request).await
+            let session = quarry.default_session().await?;
+            let mut report = quarry::report::run(&session, &request).await?;
+            report.approximate_left_out = quarry::report::left_out(&session, &request).await?;
+            Ok(report)
         })
         .and_then(|r| r)
         .map_err(by_class)?;
@@ -388,9 +392,10 @@ fn render(
             "query": report.query,
             "rows": records.iter().map(object).collect::<Vec<_>>(),
             "totals": object(&flat(&[], &report.totals)),
+            "approximate_left_out": report.approximate_left_out,
             "unpriced": unpriced,
         });
-        eprint!("{}", unpriced_lines(unpriced));
+        eprint!("{}{}", unpriced_lines(unpriced), left_out_line(report));
         return structured(document, &columns(&report.key_names), &records, format);
     }
     let mut headers = report.key_names.clone();
@@ -417,9 +422,22 @@ fn render(
         format!("{}, days in {zone}", report.report)
     };
     Ok(format!(
-        "{table}\n{scope}; costs estimated at the prices in force when each response was billed (docs/cost.md)\n{}",
-        unpriced_lines(unpriced)
+        "{table}\n{scope}; costs estimated at the prices in force when each response was billed (docs/cost.md)\n{}{}",
+        unpriced_lines(unpriced),
+        left_out_line(report)
     ))
+}
+
+/// The note on the approximate responses a report left out, if any.
+fn left_out_line(report: &Report) -> String {
+    match report.approximate_left_out {
+        0 => String::new(),
+        n => format!(
+            "note: {n} approximate response{} (token counts an agent printed rounded: Aider) left out; --approximate counts {}\n",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" }
+        ),
+    }
 }
 
 fn render_blocks(

@@ -1541,6 +1541,7 @@ fn ingest_discovered(dir: &Path, home: &Path, vars: &[(&str, PathBuf)]) -> serde
         .env_remove("VSCODE_APPDATA")
         .env_remove("CLINE_DIR")
         .env_remove("CLINE_DATA_DIR")
+        .env_remove("AIDER_CHAT_HISTORY_FILE")
         .env("HOME", home)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
         .env("CODEX_HOME", home.join(".codex"));
@@ -1943,4 +1944,775 @@ fn responses_by_session(conn: &rusqlite::Connection) -> String {
          (SELECT session_id, COUNT(*) AS n FROM usage GROUP BY session_id ORDER BY session_id)",
         [],
     )
+}
+
+/// Aider's chat histories: the real ones (`aider/aider-ai`, Aider's own history of 2024-08
+/// with every report form: `5,244 sent … $0.02 request`, `1,278 cached`, cache write and hit
+/// with `Cost:` on the next line, ten `/undo`s; `aider/mozgoslav`, a local model with no cost
+/// and `<thinking-content-…>` replies) equal the independent reading of the raw lines; every
+/// report is one `approximate` row, which the sessions' sums and the report leave out.
+#[test]
+fn aider_reports_are_approximate_usage_read_as_printed() {
+    let real = fixtures("aider");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&real.join("aider-ai"), &real.join("mozgoslav")]);
+    let (oracle, runs, inputs) = crate::oracle::aider(&real.join("aider-ai"));
+    let (more, more_runs, more_inputs) = crate::oracle::aider(&real.join("mozgoslav"));
+    assert_eq!(
+        summary["sessions_ingested"]["aider-chat"],
+        runs + more_runs,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let mut oracle = oracle;
+    oracle.extend(more);
+    let archive = open(&db);
+    assert_eq!(usage_by_model(&archive), oracle);
+    let number = |sql: &str| crate::support::scalar(&archive, sql, []);
+    assert_eq!(
+        number("SELECT COUNT(*) FROM messages WHERE role = 'user'"),
+        (inputs + more_inputs) as i64
+    );
+    assert_eq!(
+        number("SELECT COUNT(*) FROM usage WHERE recorded_via <> 'approximate'"),
+        0
+    );
+    // The replies, counted by reading the files: Aider's own history has 14 (12 before a report,
+    // one cut by an `Overloaded` error, one before a `/clear`), mozgoslav's 7; not the lines of a
+    // `/test` output after a blank one, nor `Costs do not reflect caching` after a report.
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT group_concat(n, ' ') FROM (SELECT COUNT(*) AS n FROM messages m
+             JOIN sessions s USING (session_id) WHERE m.role = 'assistant'
+             GROUP BY s.cwd ORDER BY s.cwd)",
+            []
+        ),
+        "14 7"
+    );
+    // Exact totals leave the rounded counts out.
+    assert_eq!(
+        number("SELECT SUM(input_tokens + output_tokens) FROM sessions"),
+        0
+    );
+}
+
+/// The traps of Aider's history, worked out by hand from `aider/traps` (hand-made in Aider
+/// 0.86's shapes): an architect run (the DeepSeek reasoner's report, then its reply handed to
+/// the editor as a `####` line: injected, and the next report the editor model's), a `/undo`
+/// (the undone edit's request still counted), `/model` switching mid-run, a reply holding a
+/// `####` heading and a `>` quotation (Aider's own lines end in two spaces), `Cost:` on the
+/// line after a report with both cache counts, a run cut by Ctrl-C, two runs started in the
+/// same second, and a local model with no cost.
+#[test]
+fn aider_history_traps_counted_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&fixtures("aider/traps")]);
+    assert_eq!(summary["sessions_ingested"]["aider-chat"], 3, "{summary}");
+    let archive = open(&db);
+    let want: BTreeMap<String, [i64; 5]> = [
+        // 2.1k sent with DeepSeek's 1.5k hits inside.
+        ("deepseek/deepseek-reasoner", [1, 2100 - 1500, 456, 1500, 0]),
+        ("deepseek/deepseek-chat", [1, 3400, 210, 0, 0]),
+        // 12,963 sent with the 11,191 writes Aider adds.
+        ("claude-sonnet-4-5", [1, 12963 - 11191, 105, 1270, 11191]),
+        ("lm_studio/qwen3", [1, 1800, 653, 0, 0]),
+    ]
+    .into_iter()
+    .map(|(m, f)| (m.to_string(), f))
+    .collect();
+    assert_eq!(usage_by_model(&archive), want);
+    let sessions: Vec<String> = {
+        let mut stmt = archive
+            .prepare("SELECT session_id FROM sessions ORDER BY created_at, session_id")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(sessions.len(), 3);
+    assert!(
+        sessions[2].ends_with(":2026-03-02T11:30:00#2"),
+        "{sessions:?}"
+    );
+    assert_eq!(
+        roles(&archive, &sessions[0]),
+        "system user assistant user assistant system user system user system user assistant"
+    );
+    assert_eq!(roles(&archive, &sessions[1]), "system user system");
+    let number = |sql: &str| crate::support::scalar(&archive, sql, []);
+    // Typed: the two-line request and "Try again"; not the hand-off, `/undo`, `/model`.
+    assert_eq!(
+        number(&format!(
+            "SELECT authored_user_messages FROM sessions WHERE session_id = '{}'",
+            sessions[0]
+        )),
+        2
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT text FROM messages WHERE session_id = ?1 AND role = 'assistant'
+             ORDER BY position DESC LIMIT 1",
+            [&sessions[0]]
+        ),
+        "Here is the smaller change.\n\n#### A heading of the reply\n\n> a quotation in the reply\n\nDone."
+    );
+    assert_eq!(
+        number(&format!(
+            "SELECT COUNT(*) FROM blocks WHERE session_id = '{}' AND type = 'thinking'",
+            sessions[0]
+        )),
+        1
+    );
+    // The messages' own costs (never the running session figure), beside quarry's estimate.
+    assert_eq!(
+        number(&format!(
+            "SELECT CAST(ROUND(reported_cost_usd * 10000) AS INTEGER) FROM sessions
+             WHERE session_id = '{}'",
+            sessions[0]
+        )),
+        31 + 12 + 500
+    );
+    assert_eq!(
+        number("SELECT COUNT(*) FROM sessions WHERE reported_cost_usd IS NULL"),
+        2
+    );
+    // The run's start, read in the local zone (Aider writes no zone).
+    let start =
+        chrono::NaiveDateTime::parse_from_str("2026-03-02 10:00:00", "%Y-%m-%d %H:%M:%S").unwrap();
+    let local = chrono::TimeZone::from_local_datetime(&chrono::Local, &start)
+        .earliest()
+        .unwrap()
+        .timestamp_millis();
+    assert_eq!(
+        number(&format!(
+            "SELECT created_at FROM sessions WHERE session_id = '{}'",
+            sessions[0]
+        )),
+        local
+    );
+    // The report counts the approximate usage only when asked.
+    let report = |extra: &[&str]| {
+        let mut args = vec![
+            "--archive",
+            db.to_str().unwrap(),
+            "--format",
+            "json",
+            "report",
+            "monthly",
+            "--no-refresh",
+        ];
+        args.extend(extra);
+        quarry_json(&args)
+    };
+    let exact = report(&[]);
+    let asked = report(&["--approximate"]);
+    assert_eq!(exact["totals"]["responses"], 0, "{exact}");
+    assert_eq!(exact["approximate_left_out"], 4, "{exact}");
+    assert_eq!(asked["totals"]["responses"], 4, "{asked}");
+    assert_eq!(
+        asked["totals"]["input_tokens"],
+        600 + 3400 + 1772 + 1800,
+        "{asked}"
+    );
+}
+
+/// With no path, `quarry ingest` finds Aider's histories in the repositories of the home folder
+/// (four folders deep, not in hidden or dependency folders) and the one
+/// `$AIDER_CHAT_HISTORY_FILE` names, under any name.
+#[test]
+fn aider_histories_are_found_in_the_home_folders_repositories() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let history = fixtures("aider/traps/.aider.chat.history.md");
+    let place = |rel: &str| {
+        let to = home.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&history, &to).unwrap();
+    };
+    place("src/work/api/.aider.chat.history.md");
+    place("notes/.aider.chat.history.md");
+    // Not searched: hidden folders, dependencies, deeper than four folders.
+    place(".cache/x/.aider.chat.history.md");
+    place("src/web/node_modules/pkg/.aider.chat.history.md");
+    place("a/b/c/d/e/.aider.chat.history.md");
+    let named = dir.path().join("elsewhere/chat-log.md");
+    std::fs::create_dir_all(named.parent().unwrap()).unwrap();
+    std::fs::copy(&history, &named).unwrap();
+    let summary = ingest_discovered(
+        dir.path(),
+        &home,
+        &[("AIDER_CHAT_HISTORY_FILE", named.clone())],
+    );
+    // Three runs in each of the three files found.
+    assert_eq!(summary["sessions_ingested"]["aider-chat"], 9, "{summary}");
+    let archive = open(&dir.path().join("a.db"));
+    let cwds = crate::support::text(
+        &archive,
+        "SELECT group_concat(cwd, ' ') FROM (SELECT DISTINCT cwd FROM sessions ORDER BY cwd)",
+        [],
+    );
+    let want: Vec<String> = [
+        dir.path().join("elsewhere"),
+        home.join("notes"),
+        home.join("src/work/api"),
+    ]
+    .iter()
+    .map(|p| p.canonicalize().unwrap().display().to_string())
+    .collect();
+    assert_eq!(cwds, want.join(" "));
+}
+
+/// Cursor's stores (`cursor/`): a real workspace store of 2024-11 (slevin48/cursor-history,
+/// MIT: five chat tabs and 26 composers holding their conversations, no counts) and a global
+/// store made by `cursor/make.py` with the traps it lists. Figures by hand: the requests of
+/// composer c1 (12,000 in and 800 out; 5,000 and 300 under Auto, the composer's
+/// claude-4.5-sonnet) counted once though its duplicate c2 copies them; c5's 1,500 and 100 by
+/// gpt-5 keyed by the bubble; the placeholders, the orphan's 999 and the missing bubble
+/// nothing. Messages and usage equal the independent reading of the stores.
+#[test]
+fn cursor_conversations_of_every_generation_counted_once() {
+    let root = fixtures("cursor");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&root]);
+    assert_eq!(
+        summary["sessions_ingested"]["cursor-chat"],
+        // Two agent transcripts beside; the third is c1's conversation again, the store's kept.
+        5 + 26 + 5 + 2,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let archive = open(&db);
+    let (oracle, users, assistants) = crate::oracle::cursor(&root);
+    assert_usage(
+        &archive,
+        &[
+            ("claude-4.5-sonnet", [2, 12000 + 5000, 800 + 300, 0, 0]),
+            ("gpt-5", [1, 1500, 100, 0, 0]),
+        ],
+        oracle,
+    );
+    let number = |sql: &str| crate::support::scalar(&archive, sql, []);
+    assert_eq!(
+        number("SELECT COUNT(*) FROM messages WHERE role = 'user'"),
+        users
+    );
+    assert_eq!(
+        number("SELECT COUNT(*) FROM messages WHERE role = 'assistant'"),
+        assistants
+    );
+    assert_eq!(
+        roles(&archive, "cursor-chat:c1"),
+        "user assistant assistant tool assistant user assistant"
+    );
+    // The duplicate owns nothing; the original's responses were recorded twice.
+    assert_eq!(
+        responses_by_session(&archive),
+        "cursor-chat:c1=2 cursor-chat:c5=1"
+    );
+    assert_eq!(
+        number("SELECT MAX(record_count) FROM usage WHERE session_id = 'cursor-chat:c1'"),
+        2
+    );
+    let transcript = "cursor-chat:a1b2c3d4-0000-4000-8000-000000000001";
+    assert_eq!(
+        roles(&archive, transcript),
+        "user assistant assistant user assistant"
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT text FROM messages WHERE session_id = ?1 ORDER BY position LIMIT 1",
+            [transcript]
+        ),
+        "Why does the build fail on CI?"
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT parent_session_id FROM sessions
+             WHERE session_id = 'cursor-chat:b2c3d4e5-0000-4000-8000-000000000002'",
+            []
+        ),
+        transcript
+    );
+    // Auto names no model; the draft in the input box is no message.
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT COALESCE(model, '(none)') || ' ' || message_count FROM sessions
+             WHERE session_id = 'cursor-chat:c3'",
+            []
+        ),
+        "(none) 2"
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT cwd FROM sessions WHERE session_id =
+             'cursor-chat:2aa483d1-573c-4039-ae4e-7415e28d2605'",
+            []
+        ),
+        "c:/Users/ydebray/Documents/mobilechat"
+    );
+    // Cursor's credentials, beside the conversations in the global store, are never read.
+    drop(archive);
+    let bytes = std::fs::read(&db).unwrap();
+    for secret in ["SECRET-TOKEN-never-archived", "alice@example.com"] {
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret} reached the archive"
+        );
+    }
+}
+
+/// With no path, `quarry ingest` finds Cursor's global and workspace stores in its user folder
+/// and its agent's transcripts in `~/.cursor/projects`;
+/// a bubble Cursor wrote broken costs that bubble only, and a store cut short is reported
+/// while the other stores are read.
+#[test]
+fn cursor_stores_are_found_in_the_user_folder_and_damage_costs_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let user = home.join(".config/Cursor/User");
+    copy_tree(&fixtures("cursor/User"), &user);
+    copy_tree(&fixtures("cursor/projects"), &home.join(".cursor/projects"));
+    let global = user.join("globalStorage/state.vscdb");
+    rusqlite::Connection::open(&global)
+        .unwrap()
+        .execute(
+            "UPDATE cursorDiskKV SET value = '{\"type\": 2, \"text\": \"cut' WHERE key = 'bubbleId:c5:a1'",
+            [],
+        )
+        .unwrap();
+    let summary = ingest_discovered(dir.path(), &home, &[]);
+    assert_eq!(summary["sessions_ingested"]["cursor-chat"], 38, "{summary}");
+    let diagnostics = summary["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{summary}");
+    assert_eq!(diagnostics[0]["kind"], "bad_record", "{summary}");
+    let archive = open(&dir.path().join("a.db"));
+    // c5's one request was on the broken bubble; c1's are all there.
+    assert_eq!(responses_by_session(&archive), "cursor-chat:c1=2");
+    drop(archive);
+    // A workspace store cut in half: reported, the global store still read.
+    let workspace = user.join("workspaceStorage/f87f6e0b2cf1ae8645cc0c5ffaa99529/state.vscdb");
+    let whole = std::fs::read(&workspace).unwrap();
+    std::fs::write(&workspace, &whole[..whole.len() / 2]).unwrap();
+    let again = tempfile::tempdir().unwrap();
+    let summary = ingest_discovered(again.path(), &home, &[]);
+    // The global store's five and the two transcripts (c1's copy stays the store's).
+    assert_eq!(summary["sessions_ingested"]["cursor-chat"], 7, "{summary}");
+    assert!(
+        summary["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["file"].as_str().unwrap().ends_with("state.vscdb")),
+        "{summary}"
+    );
+}
+
+/// Crush's project databases (`crush/`): real ones of 2025-08 (Exa-Networks/exabgp, BSD-3:
+/// one o4-mini session Crush costed at $0.404; rnwolf/dbr, MIT: a session and its agent tool's
+/// sub-session, two OpenRouter models, their first 60 and 6 messages). Crush keeps no counts
+/// per request (its sessions' token columns are the last step's context): sessions and
+/// messages with no usage row, the cost Crush reports on the top-level session only. Message
+/// counts equal a plain SQL count of the databases.
+#[test]
+fn crush_sessions_have_messages_and_crushs_cost_but_no_invented_usage() {
+    let root = fixtures("crush");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&root]);
+    assert_eq!(
+        summary["sessions_ingested"]["crush-session"], 3,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let archive = open(&db);
+    let number = |sql: &str| crate::support::scalar(&archive, sql, []);
+    // The oracle: the databases' rows by role, read with SQL alone.
+    let mut by_role: BTreeMap<String, i64> = BTreeMap::new();
+    for project in ["exabgp", "dbr"] {
+        let conn = rusqlite::Connection::open(root.join(project).join(".crush/crush.db")).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT role, COUNT(*) FROM messages GROUP BY role")
+            .unwrap();
+        for row in stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .unwrap()
+        {
+            let (role, n) = row.unwrap();
+            *by_role.entry(role).or_default() += n;
+        }
+    }
+    let mut stmt = archive
+        .prepare("SELECT role, COUNT(*) FROM messages GROUP BY role")
+        .unwrap();
+    let archived: BTreeMap<String, i64> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(archived, by_role);
+    assert_eq!(number("SELECT COUNT(*) FROM usage"), 0);
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT group_concat(session_id || '=' || COALESCE(reported_cost_usd, 'none') || '@'
+                                 || COALESCE(parent_session_id, '-'), ' ')
+             FROM (SELECT * FROM sessions ORDER BY created_at)",
+            []
+        ),
+        "crush-session:9da7d0cd-971b-4040-bb2b-c9e19a088dfb=0.0@- \
+         crush-session:call_15c3877e300e486883f29b84=none@crush-session:9da7d0cd-971b-4040-bb2b-c9e19a088dfb \
+         crush-session:4f04805a-caf7-4a47-b98f-b50e16556fa2=0.4040267@-"
+    );
+    assert!(
+        crate::support::text(
+            &archive,
+            "SELECT cwd FROM sessions WHERE session_id LIKE '%4f04805a%'",
+            []
+        )
+        .ends_with("crush/exabgp"),
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT group_concat(model, ' ') FROM (SELECT DISTINCT model FROM messages
+             WHERE session_id LIKE 'crush-session:9da7%' AND model IS NOT NULL ORDER BY model)",
+            []
+        ),
+        "openrouter/horizon-alpha qwen/qwen3-coder:free"
+    );
+}
+
+/// Crush's traps, in a database written with Crush's schema: the parent's cost includes its
+/// sub-session's (reported once, on the parent), times in seconds, a summary message, an
+/// unknown part type (skipped, the rest of the message read), a message whose parts are not
+/// JSON (reported, the others read); found through Crush's `projects.json` with no path given.
+#[test]
+fn crush_traps_and_the_projects_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let project = dir.path().join("work/api");
+    std::fs::create_dir_all(project.join(".crush")).unwrap();
+    let conn = rusqlite::Connection::open(project.join(".crush/crush.db")).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT NOT NULL,
+           message_count INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,
+           completion_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0.0,
+           updated_at INTEGER NOT NULL, created_at INTEGER NOT NULL, summary_message_id TEXT);
+         CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
+           parts TEXT NOT NULL DEFAULT '[]', model TEXT, created_at INTEGER NOT NULL,
+           updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT,
+           is_summary_message INTEGER DEFAULT 0 NOT NULL);
+         INSERT INTO sessions VALUES ('s1', NULL, 'Fix auth', 5, 40000, 900, 0.30, 1767000600, 1767000000, 'm4');
+         INSERT INTO sessions VALUES ('call_1', 's1', 'Search', 2, 9000, 50, 0.10, 1767000300, 1767000100, NULL);
+         INSERT INTO messages VALUES ('m1', 's1', 'user', '[{\"type\":\"text\",\"data\":{\"text\":\"Fix the auth bug\"}}]', NULL, 1767000000, 1767000000, NULL, NULL, 0);
+         INSERT INTO messages VALUES ('m2', 's1', 'assistant', '[{\"type\":\"reasoning\",\"data\":{\"thinking\":\"look\"}},{\"type\":\"hologram\",\"data\":{}},{\"type\":\"tool_call\",\"data\":{\"id\":\"call_1\",\"name\":\"agent\",\"input\":\"{\\\"prompt\\\":\\\"find it\\\"}\"}},{\"type\":\"finish\",\"data\":{\"reason\":\"tool_use\",\"time\":1767000050}}]', 'claude-sonnet-4-5', 1767000050, 1767000050, 1767000050, 'anthropic', 0);
+         INSERT INTO messages VALUES ('m3', 's1', 'tool', '[{\"type\":\"tool_result\",\"data\":{\"tool_call_id\":\"call_1\",\"name\":\"agent\",\"content\":\"found it\",\"is_error\":false}}]', NULL, 1767000300, 1767000300, NULL, NULL, 0);
+         INSERT INTO messages VALUES ('m4', 's1', 'assistant', '[{\"type\":\"text\",\"data\":{\"text\":\"Summary: fixed\"}}]', 'claude-sonnet-4-5', 1767000400, 1767000400, 1767000400, 'anthropic', 1);
+         INSERT INTO messages VALUES ('m5', 's1', 'user', 'not json', NULL, 1767000500, 1767000500, NULL, NULL, 0);
+         INSERT INTO messages VALUES ('c1', 'call_1', 'user', '[{\"type\":\"text\",\"data\":{\"text\":\"find it\"}}]', NULL, 1767000100, 1767000100, NULL, NULL, 0);
+         INSERT INTO messages VALUES ('c2', 'call_1', 'assistant', '[{\"type\":\"text\",\"data\":{\"text\":\"found it\"}}]', 'claude-haiku-4-5', 1767000200, 1767000200, 1767000200, 'anthropic', 0);",
+    )
+    .unwrap();
+    let global = home.join(".local/share/crush");
+    std::fs::create_dir_all(&global).unwrap();
+    std::fs::write(
+        global.join("projects.json"),
+        serde_json::json!({"projects": [
+            {"path": project, "data_dir": ".crush", "last_accessed": "2026-01-01T00:00:00Z"},
+            {"path": dir.path().join("gone"), "data_dir": ".crush"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let summary = ingest_discovered(dir.path(), &home, &[]);
+    drop(conn);
+    assert_eq!(
+        summary["sessions_ingested"]["crush-session"], 2,
+        "{summary}"
+    );
+    let diagnostics = summary["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{summary}");
+    assert!(
+        diagnostics[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not a JSON list"),
+        "{summary}"
+    );
+    let archive = open(&dir.path().join("a.db"));
+    assert_eq!(
+        roles(&archive, "crush-session:s1"),
+        "user assistant tool assistant"
+    );
+    let number = |sql: &str| crate::support::scalar(&archive, sql, []);
+    // $0.30 in all: the sub-session's $0.10 is inside the parent's.
+    assert_eq!(
+        number("SELECT CAST(ROUND(SUM(reported_cost_usd) * 100) AS INTEGER) FROM sessions"),
+        30
+    );
+    assert_eq!(
+        number("SELECT created_at FROM sessions WHERE session_id = 'crush-session:s1'"),
+        1_767_000_000_000
+    );
+    assert_eq!(
+        number(
+            "SELECT COUNT(*) FROM blocks WHERE session_id = 'crush-session:s1'
+             AND type IN ('thinking', 'tool_use')"
+        ),
+        2
+    );
+    assert_eq!(number("SELECT COUNT(*) FROM usage"), 0);
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT parent_session_id FROM sessions WHERE session_id = 'crush-session:call_1'",
+            []
+        ),
+        "crush-session:s1"
+    );
+}
+
+/// Cline 4's SDK sessions (`cline-sdk/sessions`): a real CLI session of 2026-07 (cline/cline's
+/// own fixture, Apache-2.0: a fork whose 16 responses are copies of its parent's), its parent
+/// and a subagent made by `cline-sdk/make.py`, and cline/cline's `success.messages.json`. Each
+/// response once, owned by the parent (the fork adds none and reports no cost for its copies);
+/// the subagent's 5,000 in with 4,000 cache reads and 500 writes inside is 500 uncached; the
+/// success fixture's 21 with 3 reads and 1 write is 17.
+#[test]
+fn cline_sdk_sessions_count_each_response_once() {
+    let root = fixtures("cline-sdk");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db");
+    let summary = ingest(&db, &[&root]);
+    assert_eq!(
+        summary["sessions_ingested"]["cline-session"], 4,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["diagnostics"].as_array().unwrap().len(),
+        0,
+        "{summary}"
+    );
+    let archive = open(&db);
+    let mut usage = usage_by_model(&archive);
+    let oracle = crate::oracle::cline_sdk(&root);
+    assert_eq!(usage, oracle);
+    assert_eq!(
+        usage.remove("anthropic/claude-haiku-4.5"),
+        Some([1, 5000 - 4000 - 500, 200, 4000, 500])
+    );
+    assert_eq!(
+        usage.remove("claude-sonnet-4-6"),
+        Some([1, 21 - 3 - 1, 8, 3, 1])
+    );
+    assert_eq!(
+        responses_by_session(&archive),
+        "cline-session:1784094053271_p8pzo=16 cline-session:fixture-success-01=1 \
+         cline-session:sub-001=1"
+    );
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT group_concat(session_id || '<' || COALESCE(parent_session_id, '-') || ':'
+                                 || COALESCE(branch_type, '-') || ':'
+                                 || COALESCE(CAST(ROUND(reported_cost_usd, 2) AS TEXT), 'none'), ' ')
+             FROM (SELECT * FROM sessions ORDER BY session_id)",
+            []
+        ),
+        "cline-session:1784094053271_p8pzo<-:-:2.04 \
+         cline-session:1784094124598_rruoq<cline-session:1784094053271_p8pzo:fork:none \
+         cline-session:fixture-success-01<-:-:0.13 \
+         cline-session:sub-001<cline-session:1784094053271_p8pzo:subagent:0.01"
+    );
+    assert_eq!(
+        roles(&archive, "cline-session:fixture-success-01"),
+        "user assistant tool assistant"
+    );
+}
+
+/// A classic Cline task resumed in Cline 4: the SDK session with the task's id opens with the
+/// task's history converted, its last response carrying the whole task's totals (provider
+/// `unknown`), then the legacy warning, then a new turn (3,000 in with 2,000 cache reads
+/// inside, 100 out); Cline writes that turn back into the task folder (`sdk_writeback.json`,
+/// an `api_req_started` of 1,000 / 100 / 2,000). Figures by hand: the task's own requests (the
+/// oracle of the unchanged folder) plus the new turn once, both found with no path given.
+#[test]
+fn cline_4_resumed_classic_task_counts_each_request_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let data = home.join(".cline/data");
+    let original = fixtures("cline/saoudrizwan.claude-dev/tasks/1760000000000");
+    let task = data.join("tasks/1760000000000");
+    copy_tree(&original, &task);
+    let read = |p: &Path| -> Vec<serde_json::Value> {
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    let mut history = read(&task.join("api_conversation_history.json"));
+    let mut ui = read(&task.join("ui_messages.json"));
+    let (base_api, base_ui) = (history.len(), ui.len());
+    let new_turn_ts = 1_790_000_000_000_i64;
+    // The SDK session: the converted history, the synthetic totals, the warning, a new turn.
+    let mut messages: Vec<serde_json::Value> = history
+        .iter()
+        .enumerate()
+        .map(|(i, m)| serde_json::json!({"id": format!("legacy-{i}"), "role": m["role"], "content": m["content"]}))
+        .collect();
+    if let Some(last) = messages.iter_mut().rev().find(|m| m["role"] == "assistant") {
+        last["metrics"] = serde_json::json!({"inputTokens": 99999, "outputTokens": 999,
+            "cacheReadTokens": 0, "cacheWriteTokens": 0, "cost": 9.99});
+        last["modelInfo"] =
+            serde_json::json!({"id": "claude-sonnet-4-5-20250929", "provider": "unknown"});
+    }
+    messages.push(serde_json::json!({"id": "warn", "role": "user", "content": [{"type": "text",
+        "text": "Warning: this is a legacy conversation, which means tool names may have changed. Please use the most up-to-date tools you are aware of."}]}));
+    messages.push(
+        serde_json::json!({"id": "msg_new_user", "role": "user", "ts": new_turn_ts - 5000,
+        "content": [{"type": "text", "text": "Now add a test"}]}),
+    );
+    messages.push(
+        serde_json::json!({"id": "msg_new_1", "role": "assistant", "ts": new_turn_ts,
+        "modelInfo": {"id": "claude-sonnet-4-5-20250929", "provider": "anthropic"},
+        "content": [{"type": "text", "text": "Added the test."}],
+        "metrics": {"inputTokens": 3000, "outputTokens": 100, "cacheReadTokens": 2000,
+                    "cacheWriteTokens": 0, "cost": 0.02}}),
+    );
+    let session = data.join("sessions/1760000000000");
+    std::fs::create_dir_all(&session).unwrap();
+    std::fs::write(
+        session.join("1760000000000.messages.json"),
+        serde_json::json!({"version": 1, "sessionId": "1760000000000", "agent": "lead",
+                           "messages": messages})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        session.join("1760000000000.json"),
+        serde_json::json!({"version": 1, "session_id": "1760000000000",
+            "started_at": "2026-09-21T10:00:00Z", "cwd": "/home/alice/src/api",
+            "metadata": {"legacyTask": true, "title": "Fix the login bug"}})
+        .to_string(),
+    )
+    .unwrap();
+    // The write-back into the task folder.
+    history.push(serde_json::json!({"role": "user", "ts": new_turn_ts - 5000, "content": [{"type": "text", "text": "Now add a test"}]}));
+    history.push(serde_json::json!({"role": "assistant", "ts": new_turn_ts, "content": [{"type": "text", "text": "Added the test."}]}));
+    ui.push(serde_json::json!({"ts": new_turn_ts - 4000, "type": "say", "say": "user_feedback", "text": "Now add a test"}));
+    ui.push(
+        serde_json::json!({"ts": new_turn_ts - 3000, "type": "say", "say": "api_req_started",
+        "text": serde_json::json!({"tokensIn": 1000, "tokensOut": 100, "cacheReads": 2000,
+                                   "cacheWrites": 0, "cost": 0.02}).to_string()}),
+    );
+    std::fs::write(
+        task.join("api_conversation_history.json"),
+        serde_json::to_vec(&history).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        task.join("ui_messages.json"),
+        serde_json::to_vec(&ui).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        task.join("sdk_writeback.json"),
+        serde_json::json!({"version": 1, "baseApiMessageCount": base_api,
+            "baseUiMessageCount": base_ui, "writtenApiMessageCount": base_api + 2,
+            "writtenUiMessageCount": base_ui + 2})
+        .to_string(),
+    )
+    .unwrap();
+    let summary = ingest_discovered(dir.path(), &home, &[]);
+    assert_eq!(summary["sessions_ingested"]["cline-task"], 1, "{summary}");
+    assert_eq!(
+        summary["sessions_ingested"]["cline-session"], 1,
+        "{summary}"
+    );
+    let archive = open(&dir.path().join("a.db"));
+    let mut want = crate::oracle::cline_tasks(&original);
+    let row = want
+        .entry("claude-sonnet-4-5-20250929".to_string())
+        .or_default();
+    for (slot, n) in row.iter_mut().zip([1, 1000, 100, 2000, 0]) {
+        *slot += n;
+    }
+    assert_eq!(usage_by_model(&archive), want);
+    // The SDK session holds the new turn only; the task keeps its own messages.
+    assert_eq!(
+        roles(&archive, "cline-session:1760000000000"),
+        "user assistant"
+    );
+    assert_eq!(
+        roles(&archive, "cline-task:1760000000000"),
+        "user assistant tool assistant tool assistant"
+    );
+}
+
+/// A Cline SDK session whose messages file is cut short is reported (file and reason) and its
+/// folder's other sessions, and the other folders, are read; a Crush database cut short is
+/// reported and the other project's read.
+#[test]
+fn cline_sdk_and_crush_damage_costs_only_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let sdk = dir.path().join("sdk");
+    copy_tree(&fixtures("cline-sdk"), &sdk);
+    let parent = sdk.join("sessions/1784094053271_p8pzo/1784094053271_p8pzo.messages.json");
+    let whole = std::fs::read(&parent).unwrap();
+    std::fs::write(&parent, &whole[..whole.len() / 2]).unwrap();
+    let crush = dir.path().join("crush");
+    copy_tree(&fixtures("crush"), &crush);
+    let cut = crush.join("dbr/.crush/crush.db");
+    let whole = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &whole[..whole.len() / 3]).unwrap();
+    let summary = ingest(&dir.path().join("a.db"), &[&sdk, &crush]);
+    // The cut parent is an empty session beside its subagent; the fork now owns its copies.
+    assert_eq!(
+        summary["sessions_ingested"]["cline-session"], 4,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["sessions_ingested"]["crush-session"], 1,
+        "{summary}"
+    );
+    let diagnostics = summary["diagnostics"].as_array().unwrap();
+    assert!(
+        diagnostics.iter().any(|d| d["reason"]
+            .as_str()
+            .unwrap()
+            .contains("1784094053271_p8pzo.messages.json cannot be read")),
+        "{summary}"
+    );
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["file"].as_str().unwrap().ends_with("dbr/.crush/crush.db")),
+        "{summary}"
+    );
+    let archive = open(&dir.path().join("a.db"));
+    assert_eq!(
+        responses_by_session(&archive),
+        "cline-session:1784094124598_rruoq=16 cline-session:fixture-success-01=1 \
+         cline-session:sub-001=1"
+    );
 }

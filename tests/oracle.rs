@@ -937,3 +937,291 @@ pub fn cline_tasks(root: &Path) -> BTreeMap<String, [i64; 5]> {
     }
     by_model(seen)
 }
+
+/// Aider's token reports by model, read from each `.aider.chat.history.md` under `root` line by
+/// line: the model is the last `Model:` / `Main model:` / `Models:` line of the run; a report's
+/// counts are the numbers before `sent`, `cache write`, `cache hit` (`cached`) and `received`
+/// (`2.1k` = 2100, `5,244` = 5244); the uncached input is `sent` less the cache writes, and less
+/// the hits for DeepSeek's and OpenAI's models. With the runs (`# aider chat started at`) and
+/// the user's inputs (runs of `#### ` lines) of every file. No architect hand-offs in its
+/// inputs.
+pub fn aider(root: &Path) -> (BTreeMap<String, [i64; 5]>, usize, usize) {
+    let mut out: BTreeMap<String, [i64; 5]> = BTreeMap::new();
+    let (mut runs, mut inputs) = (0, 0);
+    for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
+        if entry.file_name() != ".aider.chat.history.md" {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        let mut model = String::new();
+        let mut in_input = false;
+        for line in text.lines() {
+            let input = line.starts_with("#### ") && line.ends_with("  ");
+            if input && !in_input {
+                inputs += 1;
+            }
+            in_input = input;
+            if line.starts_with("# aider chat started at ") {
+                runs += 1;
+                model.clear();
+            }
+            for prefix in ["> Model: ", "> Main model: ", "> Models: "] {
+                if let Some(rest) = line.strip_prefix(prefix) {
+                    model = rest.split(" with ").next().unwrap().trim().to_string();
+                }
+            }
+            let Some(report) = line.strip_prefix("> Tokens: ") else {
+                continue;
+            };
+            let words: Vec<&str> = report.split(' ').collect();
+            let number = |label: &str| -> i64 {
+                let Some(at) = words
+                    .iter()
+                    .position(|w| w.trim_end_matches([',', '.']) == label)
+                else {
+                    return 0;
+                };
+                let text = words[at - 1].replace(',', "");
+                match text.strip_suffix('k') {
+                    Some(k) => (k.parse::<f64>().unwrap() * 1000.0).round() as i64,
+                    None => text.parse().unwrap(),
+                }
+            };
+            let sent = number("sent");
+            // `cache write` and `cache hit` are two words: the number before the first.
+            let before = |label: &str| -> i64 {
+                let Some(at) = report.find(label) else {
+                    return 0;
+                };
+                let n = report[..at].rsplit(' ').next().unwrap().replace(',', "");
+                match n.strip_suffix('k') {
+                    Some(k) => (k.parse::<f64>().unwrap() * 1000.0).round() as i64,
+                    None => n.parse().unwrap(),
+                }
+            };
+            let write = before(" cache write");
+            let hit = if report.contains(" cache hit") {
+                before(" cache hit")
+            } else {
+                number("cached")
+            };
+            let received = number("received");
+            let bare = model.rsplit('/').next().unwrap().to_lowercase();
+            let inside = ["deepseek", "gpt-", "o1", "o3", "o4", "chatgpt"]
+                .iter()
+                .any(|p| bare.starts_with(p));
+            let input = (sent - write - if inside { hit } else { 0 }).max(0);
+            let row = out.entry(model.clone()).or_default();
+            for (slot, n) in row.iter_mut().zip([1, input, received, hit, write]) {
+                *slot += n;
+            }
+        }
+    }
+    (out, runs, inputs)
+}
+
+/// Cursor's conversations under `root`, read from each `state.vscdb` with SQL and JSON only:
+/// the user and assistant messages (a user bubble with text; an assistant bubble with text,
+/// reasoning or a tool call) of every conversation (global composers through their headers or
+/// inline conversation, workspace composers, chat tabs), and the usage by model: each bubble
+/// a header names whose `tokenCount` is not `{0, 0}`, once per `usageUuid` (else per bubble),
+/// the bubble's model unless `default`, else its conversation's. With the lines of each agent
+/// transcript (`agent-transcripts/**/*.jsonl`) whose conversation no store holds.
+pub fn cursor(root: &Path) -> (BTreeMap<String, [i64; 5]>, i64, i64) {
+    let mut usage: BTreeMap<String, [i64; 5]> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut composers = std::collections::HashSet::new();
+    let (mut users, mut assistants) = (0, 0);
+    let named = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .filter(|m| !m.is_empty() && *m != "default")
+            .map(str::to_string)
+    };
+    for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
+        if entry.file_name() != "state.vscdb" {
+            continue;
+        }
+        let conn = rusqlite::Connection::open(entry.path()).unwrap();
+        let json = |sql: &str, key: &str| -> Option<Value> {
+            conn.query_row(sql, [key], |r| {
+                let v: rusqlite::types::Value = r.get(0)?;
+                Ok(match v {
+                    rusqlite::types::Value::Text(t) => t,
+                    rusqlite::types::Value::Blob(b) => String::from_utf8(b).unwrap(),
+                    _ => String::new(),
+                })
+            })
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+        };
+        let mut count = |b: &Value| {
+            let kind = &b["type"];
+            if kind == 1 || kind == "user" {
+                if b["text"].as_str().is_some_and(|t| !t.trim().is_empty()) {
+                    users += 1;
+                }
+            } else if b["text"].as_str().is_some_and(|t| !t.is_empty())
+                || b["rawText"].as_str().is_some_and(|t| !t.is_empty())
+                || b["thinking"]["text"]
+                    .as_str()
+                    .is_some_and(|t| !t.is_empty())
+                || b["toolFormerData"].is_object()
+            {
+                assistants += 1;
+            }
+        };
+        let global: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'cursorDiskKV'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if global > 0 {
+            let keys: Vec<String> = conn
+                .prepare("SELECT key FROM cursorDiskKV WHERE key LIKE 'composerData:%'")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            for key in keys {
+                let c = json("SELECT value FROM cursorDiskKV WHERE key = ?1", &key).unwrap();
+                let id = key.trim_start_matches("composerData:");
+                composers.insert(id.to_string());
+                let headers = c["fullConversationHeadersOnly"].as_array().cloned();
+                let bubbles: Vec<Value> = match headers.filter(|h| !h.is_empty()) {
+                    Some(h) => h
+                        .iter()
+                        .filter_map(|h| {
+                            json(
+                                "SELECT value FROM cursorDiskKV WHERE key = ?1",
+                                &format!("bubbleId:{id}:{}", h["bubbleId"].as_str().unwrap()),
+                            )
+                        })
+                        .collect(),
+                    None => c["conversation"].as_array().cloned().unwrap_or_default(),
+                };
+                for b in &bubbles {
+                    count(b);
+                    let (input, output) = (
+                        b["tokenCount"]["inputTokens"].as_i64().unwrap_or(0),
+                        b["tokenCount"]["outputTokens"].as_i64().unwrap_or(0),
+                    );
+                    if input == 0 && output == 0 {
+                        continue;
+                    }
+                    let key = b["usageUuid"]
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| format!("{id}:{}", b["bubbleId"]));
+                    if !seen.insert(key) {
+                        continue;
+                    }
+                    let model = named(b.pointer("/modelInfo/modelName"))
+                        .or_else(|| named(c.pointer("/modelConfig/modelName")))
+                        .unwrap_or_default();
+                    let row = usage.entry(model).or_default();
+                    for (slot, n) in row.iter_mut().zip([1, input, output, 0, 0]) {
+                        *slot += n;
+                    }
+                }
+            }
+        }
+        if let Some(all) = json(
+            "SELECT value FROM ItemTable WHERE key = ?1",
+            "composer.composerData",
+        ) {
+            for c in all["allComposers"].as_array().into_iter().flatten() {
+                composers.insert(c["composerId"].as_str().unwrap_or_default().to_string());
+                for b in c["conversation"].as_array().into_iter().flatten() {
+                    count(b);
+                }
+            }
+        }
+        if let Some(chat) = json(
+            "SELECT value FROM ItemTable WHERE key = ?1",
+            "workbench.panel.aichat.view.aichat.chatdata",
+        ) {
+            for t in chat["tabs"].as_array().into_iter().flatten() {
+                for b in t["bubbles"].as_array().into_iter().flatten() {
+                    count(b);
+                }
+            }
+        }
+    }
+    for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
+        let path = entry.path();
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        if !path.to_string_lossy().contains("agent-transcripts")
+            || path.extension().is_none_or(|e| e != "jsonl")
+            || composers.contains(stem.as_ref())
+        {
+            continue;
+        }
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            match v["role"].as_str() {
+                Some("user") => users += 1,
+                Some("assistant") => assistants += 1,
+                _ => {}
+            }
+        }
+    }
+    (usage, users, assistants)
+}
+
+/// Cline's SDK sessions under `root`, read from each `*.messages.json`: each assistant message
+/// with `metrics`, once per message id (a fork copies its parent's), after the warning that
+/// ends a resumed classic task's converted history; the uncached input is `inputTokens` less
+/// both cache counts; the model is `modelInfo.id`.
+pub fn cline_sdk(root: &Path) -> BTreeMap<String, [i64; 5]> {
+    let mut out: BTreeMap<String, [i64; 5]> = BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .flatten()
+        .map(|e| e.into_path())
+        .filter(|p| p.to_string_lossy().ends_with(".messages.json"))
+        .collect();
+    files.sort();
+    for file in files {
+        let doc: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let messages = doc["messages"].as_array().cloned().unwrap_or_default();
+        let start = messages
+            .iter()
+            .position(|m| {
+                m["role"] == "user"
+                    && m.to_string()
+                        .contains("Warning: this is a legacy conversation")
+            })
+            .map_or(0, |w| w + 1);
+        for m in &messages[start..] {
+            let metrics = &m["metrics"];
+            if m["role"] != "assistant" || !metrics.is_object() {
+                continue;
+            }
+            if !seen.insert(m["id"].as_str().unwrap().to_string()) {
+                continue;
+            }
+            let n = |k: &str| metrics[k].as_i64().unwrap_or(0);
+            let (input, read, write) = (
+                n("inputTokens"),
+                n("cacheReadTokens"),
+                n("cacheWriteTokens"),
+            );
+            let model = m["modelInfo"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let row = out.entry(model).or_default();
+            for (slot, v) in
+                row.iter_mut()
+                    .zip([1, input - read - write, n("outputTokens"), read, write])
+            {
+                *slot += v;
+            }
+        }
+    }
+    out
+}

@@ -788,7 +788,8 @@ pub const RESOLVE_USAGE: &[&str] = &[
          (SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
                  COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),
                  COALESCE(SUM(cache_write_5m_tokens), 0), COALESCE(SUM(cache_write_1h_tokens), 0)
-          FROM usage u WHERE u.session_id = sessions.session_id)
+          FROM usage u WHERE u.session_id = sessions.session_id
+                         AND u.recorded_via <> 'approximate')
      WHERE session_id IN (SELECT session_id FROM temp.affected_sessions)",
     // The snapshot partitions of every session written, or whose usage moved, with those noted
     // before sessions were deleted (`NOTE_SESSION_PARTITION`), changed at this generation.

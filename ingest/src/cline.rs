@@ -40,7 +40,9 @@
 //! (4.119 on) write the total with both cache counts inside, earlier Roo the handler's (without
 //! the cache for Anthropic's protocol, with it for OpenAI's). `input_tokens` is always the
 //! input without the cache. The extension's own `cost` is summed into the session's
-//! `reported_cost_usd`.
+//! `reported_cost_usd`. A task resumed in Cline 4 continues in an SDK session
+//! ([`super::cline_sdk`]); Cline writes that session's turns back after the task's own
+//! (`sdk_writeback.json` says where they start): they are the session's, not read here.
 
 use std::path::{Path, PathBuf};
 
@@ -88,7 +90,7 @@ pub fn size(dir: &Path) -> u64 {
 
 /// A file of the task as JSON; a damaged file is a `damaged` line naming it (the reader reports
 /// it) and reads as nothing.
-fn read(path: &Path) -> std::io::Result<Result<Value, String>> {
+pub(crate) fn read(path: &Path) -> std::io::Result<Result<Value, String>> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(serde_json::from_slice(&bytes).map_err(|e| e.to_string())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Ok(Value::Null)),
@@ -109,8 +111,12 @@ pub fn document(dir: &Path, kind: Option<Kind>) -> std::io::Result<Vec<u8>> {
         out.push(b'\n');
     };
     let metadata = read(&dir.join("task_metadata.json"))?.unwrap_or(Value::Null);
+    // Cline 4 writes the turns of a resumed task back after the task's own (`sdk_writeback.json`
+    // says where they start); the SDK session counts them.
+    let writeback = read(&dir.join("sdk_writeback.json"))?.unwrap_or(Value::Null);
     line(serde_json::json!({
-        "cline": "task", "agent": kind.map(Kind::agent), "id": id, "metadata": metadata
+        "cline": "task", "agent": kind.map(Kind::agent), "id": id, "metadata": metadata,
+        "writeback": writeback
     }));
     for (file, kind) in FILES.iter().zip(["api", "ui"]) {
         let path: PathBuf = dir.join(file);
@@ -137,6 +143,14 @@ pub fn is_line(value: &Value) -> bool {
     value.get("cline").and_then(Value::as_str) == Some("task")
 }
 
+/// The place of a history or UI message in its file (`n`).
+fn line_index(value: &Value) -> usize {
+    value
+        .get("n")
+        .and_then(Value::as_u64)
+        .map_or(0, |n| n as usize)
+}
+
 /// A UI message's request: when it started, its counts as written, and what it names.
 struct Request {
     ts: i64,
@@ -157,6 +171,8 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
     let mut requests: Vec<Request> = Vec::new();
     let mut cost = None::<f64>;
     let mut protocol_seen = false;
+    // Where the turns Cline 4 wrote back start, in the history and the UI messages.
+    let mut written_back = (usize::MAX, usize::MAX);
     for line in lines {
         parsed.records += 1;
         let value = &line.value;
@@ -176,6 +192,13 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                 session.native_id = str_field(value, "id").unwrap_or_default();
                 kind = str_field(value, "agent").and_then(|a| Kind::named(&a));
                 metadata = value.get("metadata").cloned().unwrap_or(Value::Null);
+                let base = |k: &str| {
+                    value
+                        .pointer(&format!("/writeback/{k}"))
+                        .and_then(Value::as_u64)
+                        .map_or(usize::MAX, |n| n as usize)
+                };
+                written_back = (base("baseApiMessageCount"), base("baseUiMessageCount"));
                 session.push_event("task", None, Surface::LogOnly, line.text.clone());
             }
             "damaged" => {
@@ -189,6 +212,17 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                         str_field(value, "error").unwrap_or_default()
                     ),
                 });
+            }
+            "api" | "ui"
+                if line_index(value)
+                    >= if record == "api" {
+                        written_back.0
+                    } else {
+                        written_back.1
+                    } =>
+            {
+                // A turn of the Cline 4 session this task was resumed in, written back.
+                session.push_event("written-back", None, Surface::LogOnly, line.text.clone());
             }
             "api" => {
                 let time = json_time(message.get("ts"));
@@ -448,75 +482,98 @@ fn read_history(session: &mut SessionDraft, history: &[(Value, usize)], requests
             .or_else(|| starts.get(users.max(1) - 1).copied())
             .or(last);
         last = time;
-        let mut m = MessageDraft::new(
-            if assistant {
-                Role::Assistant
-            } else {
-                Role::User
-            },
-            time,
-            *event_index,
-        );
-        let blocks = match message.get("content") {
-            Some(Value::Array(blocks)) => blocks.clone(),
-            Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
-            _ => Vec::new(),
-        };
-        let mut authored = false;
-        for block in &blocks {
-            let text = || str_field(block, "text").unwrap_or_default();
-            match str_field(block, "type").as_deref().unwrap_or_default() {
-                "text" => {
-                    let t = text();
-                    // The extension's own context, added to each user message.
-                    if t.trim_start().starts_with("<environment_details>") {
-                        if session.cwd.is_none() {
-                            session.cwd = workspace_of(&t);
-                        }
-                        continue;
-                    }
-                    // A tool's result in the text of older releases: `[tool] Result:`.
-                    let kind = if !assistant && is_result_text(&t) {
-                        BlockKind::ToolResult
-                    } else {
-                        authored = true;
-                        BlockKind::Text
-                    };
-                    m.blocks.push(BlockDraft::text(kind, t));
-                }
-                "thinking" => m.blocks.push(BlockDraft::text(
-                    BlockKind::Thinking,
-                    str_field(block, "thinking").unwrap_or_default(),
-                )),
-                "reasoning" => m.blocks.push(BlockDraft::text(
-                    BlockKind::Thinking,
-                    super::text::flatten_text(block.get("summary").or(block.get("text"))),
-                )),
-                "tool_use" => m.blocks.push(BlockDraft::tool_use(
-                    str_field(block, "name"),
-                    str_field(block, "id"),
-                    block.get("input").unwrap_or(&Value::Null),
-                )),
-                "tool_result" => {
-                    let mut b = BlockDraft::text(
-                        BlockKind::ToolResult,
-                        super::text::flatten_text(block.get("content")),
-                    );
-                    b.tool_id = str_field(block, "tool_use_id");
-                    b.is_error = block.get("is_error").and_then(Value::as_bool);
-                    m.blocks.push(b);
-                }
-                "image" => m
-                    .blocks
-                    .push(BlockDraft::text(BlockKind::Image, String::new())),
-                _ => {}
-            }
-        }
-        if !assistant && !authored && m.blocks.iter().any(|b| b.kind == BlockKind::ToolResult) {
-            m.role = Role::Tool;
-        }
+        let m = history_message(session, message, time, *event_index);
         session.messages.push(m);
     }
+}
+
+/// One message of a history (Anthropic's `MessageParam`, as Cline's, Roo's and Kilo's histories
+/// and Cline's SDK sessions hold it) as a message: a user message holding only tool results is
+/// a tool message; the extension's `<environment_details>` are not the user's text (the
+/// workspace they name becomes the session's folder).
+pub(crate) fn history_message(
+    session: &mut SessionDraft,
+    message: &Value,
+    time: Option<i64>,
+    event_index: usize,
+) -> MessageDraft {
+    let assistant = str_field(message, "role").as_deref() == Some("assistant");
+    let mut m = MessageDraft::new(
+        if assistant {
+            Role::Assistant
+        } else {
+            Role::User
+        },
+        time,
+        event_index,
+    );
+    let blocks = match message.get("content") {
+        Some(Value::Array(blocks)) => blocks.clone(),
+        Some(Value::String(s)) => vec![serde_json::json!({"type": "text", "text": s})],
+        _ => Vec::new(),
+    };
+    let mut authored = false;
+    for block in &blocks {
+        let text = || str_field(block, "text").unwrap_or_default();
+        match str_field(block, "type").as_deref().unwrap_or_default() {
+            "text" => {
+                let t = text();
+                // The extension's own context, added to each user message.
+                if t.trim_start().starts_with("<environment_details>") {
+                    if session.cwd.is_none() {
+                        session.cwd = workspace_of(&t);
+                    }
+                    continue;
+                }
+                // A tool's result in the text of older releases: `[tool] Result:`.
+                let kind = if !assistant && is_result_text(&t) {
+                    BlockKind::ToolResult
+                } else {
+                    authored = true;
+                    BlockKind::Text
+                };
+                m.blocks.push(BlockDraft::text(kind, t));
+            }
+            "thinking" => m.blocks.push(BlockDraft::text(
+                BlockKind::Thinking,
+                str_field(block, "thinking").unwrap_or_default(),
+            )),
+            "reasoning" => m.blocks.push(BlockDraft::text(
+                BlockKind::Thinking,
+                super::text::flatten_text(block.get("summary").or(block.get("text"))),
+            )),
+            "tool_use" => m.blocks.push(BlockDraft::tool_use(
+                str_field(block, "name"),
+                str_field(block, "id"),
+                block.get("input").unwrap_or(&Value::Null),
+            )),
+            "tool_result" => {
+                let mut b = BlockDraft::text(
+                    BlockKind::ToolResult,
+                    super::text::flatten_text(block.get("content")),
+                );
+                b.tool_id = str_field(block, "tool_use_id");
+                b.is_error = block.get("is_error").and_then(Value::as_bool);
+                m.blocks.push(b);
+            }
+            // A file the user attached (Cline's SDK: `@path`), sent as text.
+            "file" => {
+                m.pasted = true;
+                m.blocks.push(BlockDraft::text(
+                    BlockKind::Text,
+                    str_field(block, "content").unwrap_or_default(),
+                ));
+            }
+            "image" => m
+                .blocks
+                .push(BlockDraft::text(BlockKind::Image, String::new())),
+            _ => {}
+        }
+    }
+    if !assistant && !authored && m.blocks.iter().any(|b| b.kind == BlockKind::ToolResult) {
+        m.role = Role::Tool;
+    }
+    m
 }
 
 /// Whether a user text block is a tool's result as older releases wrote it.

@@ -39,6 +39,16 @@ pub enum Format {
     Amp,
     /// A Cline, Roo Code or Kilo Code task folder, read as one document.
     Cline,
+    /// Aider's Markdown chat history.
+    Aider,
+    /// A Cursor conversation's rows, read from its `state.vscdb`.
+    Cursor,
+    /// A Crush session's rows, read from its project's `crush.db`.
+    Crush,
+    /// A Cline SDK session folder, read as one document.
+    ClineSdk,
+    /// A Cursor agent transcript (JSONL).
+    CursorAgent,
 }
 
 impl Format {
@@ -60,6 +70,11 @@ impl Format {
             Format::Goose => "a Goose session",
             Format::Amp => "an Amp thread",
             Format::Cline => "a Cline-family task",
+            Format::Aider => "an Aider chat history",
+            Format::Cursor => "a Cursor conversation",
+            Format::Crush => "a Crush session",
+            Format::ClineSdk => "a Cline SDK session",
+            Format::CursorAgent => "a Cursor agent transcript",
         }
     }
 }
@@ -92,6 +107,15 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
         if super::cline::is_line(v) {
             return Some(Format::Cline);
         }
+        if super::cline_sdk::is_line(v) {
+            return Some(Format::ClineSdk);
+        }
+        if super::cursor::is_line(v) {
+            return Some(Format::Cursor);
+        }
+        if super::crush::is_line(v) {
+            return Some(Format::Crush);
+        }
         if v.get("payload").is_some() && kind.is_some_and(|k| CODEX_TYPES.contains(&k)) {
             return Some(Format::Codex);
         }
@@ -107,6 +131,9 @@ pub fn detect_lines(lines: &[Line]) -> Option<Format> {
         }
         if super::pi::is_header(v) {
             return Some(Format::Pi);
+        }
+        if super::cursor_agent::is_line(v) {
+            return Some(Format::CursorAgent);
         }
     }
     None

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 /// The default transcript locations, as messages name them (the environment variables of
 /// [`default_roots`] move them).
-pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db (and storage), ~/.local/share/kilo/kilo.db, ~/.local/share/goose/sessions/sessions.db, ~/.local/share/amp/threads, the editors' Cline, Roo Code and Kilo Code task folders";
+pub const DEFAULT_LOCATIONS: &str = "~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.pi/agent/sessions, ~/.qwen/projects, ~/.kimi/sessions, ~/.copilot/session-state, ~/.local/share/opencode/opencode.db (and storage), ~/.local/share/kilo/kilo.db, ~/.local/share/goose/sessions/sessions.db, ~/.local/share/amp/threads, the editors' Cline, Roo Code and Kilo Code task folders, ~/.cline/data/sessions, Aider's .aider.chat.history.md in the home folder's repositories, Cursor's state.vscdb (global and per workspace) and ~/.cursor/projects/*/agent-transcripts, the Crush projects ~/.local/share/crush/projects.json lists";
 
 /// The default transcript roots that exist on this machine: `~/.claude/projects` (or
 /// `$CLAUDE_CONFIG_DIR/projects`), `~/.codex/sessions` (or `$CODEX_HOME/sessions`),
@@ -59,7 +59,149 @@ pub fn default_roots() -> Vec<PathBuf> {
     .chain(databases(home.as_deref(), "OPENCODE_DB", "opencode"))
     .chain(databases(home.as_deref(), "KILO_DB", "kilo"))
     .chain(goose_database(home.as_deref()))
+    .chain(aider_histories(home.as_deref()))
+    .chain(cursor_stores(home.as_deref()))
+    .chain(crush_databases(home.as_deref()))
     .collect()
+}
+
+/// Crush's project databases: each project its `projects.json` lists (`data_dir`, relative to
+/// the project's `path`, holding `crush.db`), in Crush's global data folder
+/// (`$CRUSH_GLOBAL_DATA`, else `${XDG_DATA_HOME:-~/.local/share}/crush`, `%LOCALAPPDATA%\crush`
+/// on Windows). Crush keeps that list since December 2025; a project older than that, or
+/// elsewhere, is ingested by naming it (its `.crush` folder is found in a walk).
+fn crush_databases(home: Option<&Path>) -> Vec<PathBuf> {
+    let global = env_dir("CRUSH_GLOBAL_DATA").or_else(|| {
+        if cfg!(windows) {
+            dirs::data_local_dir().map(|d| d.join("crush"))
+        } else {
+            data_home(home).map(|d| d.join("crush"))
+        }
+    });
+    let Some(list) = global.and_then(|g| std::fs::read_to_string(g.join("projects.json")).ok())
+    else {
+        return Vec::new();
+    };
+    let Ok(list) = serde_json::from_str::<serde_json::Value>(&list) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = list
+        .get("projects")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            let path = PathBuf::from(p.get("path")?.as_str()?);
+            let data = p
+                .get("data_dir")
+                .and_then(serde_json::Value::as_str)
+                .map_or_else(|| path.join(".crush"), |d| path.join(d));
+            Some(data.join("crush.db"))
+        })
+        .filter(|db| db.is_file())
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Cursor's `state.vscdb` stores that exist: the user folder's `globalStorage/state.vscdb` and
+/// each `workspaceStorage/<hash>/state.vscdb`, in Cursor's user data
+/// (`${XDG_CONFIG_HOME:-~/.config}/Cursor/User` on Linux, `~/Library/Application
+/// Support/Cursor/User` on macOS, `%APPDATA%\Cursor\User` on Windows, `$VSCODE_APPDATA/Cursor`
+/// where set) and a remote server's (`~/.cursor-server/data/User`); and the agent's transcripts,
+/// `~/.cursor/projects/<workspace>/agent-transcripts`.
+fn cursor_stores(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut users: Vec<PathBuf> = env_dir("VSCODE_APPDATA")
+        .or_else(dirs::config_dir)
+        .map(|c| c.join("Cursor").join("User"))
+        .into_iter()
+        .collect();
+    users.extend(home.map(|h| h.join(".cursor-server").join("data").join("User")));
+    let mut found = Vec::new();
+    for user in users {
+        found.push(user.join("globalStorage").join("state.vscdb"));
+        let mut workspaces: Vec<PathBuf> = std::fs::read_dir(user.join("workspaceStorage"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path().join("state.vscdb"))
+            .collect();
+        workspaces.sort();
+        found.extend(workspaces);
+    }
+    // The agent's transcripts, a folder per workspace (after the stores: a conversation in
+    // both is the store's, read first).
+    if let Some(projects) = home.map(|h| h.join(".cursor").join("projects")) {
+        let mut transcripts: Vec<PathBuf> = std::fs::read_dir(projects)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.path().join("agent-transcripts"))
+            .filter(|p| p.is_dir())
+            .collect();
+        transcripts.sort();
+        found.extend(transcripts);
+    }
+    found.retain(|p| p.exists());
+    found
+}
+
+/// Folders never searched for Aider's histories: dependencies, build output, system folders.
+const SKIPPED: &[&str] = &[
+    "node_modules",
+    "target",
+    "vendor",
+    "venv",
+    "__pycache__",
+    "Library",
+    "AppData",
+    "Applications",
+    "go",
+    "snap",
+];
+
+/// The most folders the search for Aider's histories looks into.
+const AIDER_SEARCH_FOLDERS: usize = 20_000;
+
+/// Aider's chat histories: `$AIDER_CHAT_HISTORY_FILE`, and each `.aider.chat.history.md` in the
+/// home folder and its folders four deep (a repository's root, where Aider writes it), hidden
+/// folders and [`SKIPPED`] ones left out, at most [`AIDER_SEARCH_FOLDERS`] folders looked into.
+/// Aider keeps no index of its histories; a repository elsewhere is ingested by naming it.
+fn aider_histories(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = env_dir("AIDER_CHAT_HISTORY_FILE")
+        .into_iter()
+        .filter(|f| f.is_file())
+        .collect();
+    let Some(home) = home else {
+        return found;
+    };
+    let mut folders = 0;
+    let walk = walkdir::WalkDir::new(home)
+        .max_depth(5)
+        .follow_links(false)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            !e.file_type().is_dir()
+                || e.depth() == 0
+                || !(name.starts_with('.') || SKIPPED.contains(&name.as_ref()))
+        });
+    for entry in walk.filter_map(Result::ok) {
+        if entry.file_type().is_dir() {
+            folders += 1;
+            if folders > AIDER_SEARCH_FOLDERS {
+                break;
+            }
+        } else if entry.file_type().is_file() && entry.file_name() == ".aider.chat.history.md" {
+            let path = entry.into_path();
+            if !found.contains(&path) {
+                found.push(path);
+            }
+        }
+    }
+    found
 }
 
 /// The editors whose extensions' storage is searched for Cline-family task folders: VS Code
@@ -89,7 +231,8 @@ const EXTENSIONS: &[&str] = &[
 /// server's (`~/.vscode-server/data`, `~/.cursor-server/data`, ...), under
 /// `User/globalStorage/<extension>/tasks`; and the CLIs' (`${CLINE_DATA_DIR:-${CLINE_DIR:-
 /// ~/.cline}/data}/tasks`, Roo's `~/.vscode-mock/global-storage/tasks`, Kilo's
-/// `~/.kilocode/cli/global/tasks`).
+/// `~/.kilocode/cli/global/tasks`); and Cline 4's SDK sessions (`$CLINE_SESSION_DATA_DIR`, else
+/// the `sessions` beside the CLI's `tasks`).
 fn task_folders(home: Option<&Path>) -> Vec<PathBuf> {
     let mut data: Vec<PathBuf> = Vec::new();
     let config = env_dir("VSCODE_APPDATA").or_else(dirs::config_dir);
@@ -120,7 +263,9 @@ fn task_folders(home: Option<&Path>) -> Vec<PathBuf> {
             .or_else(|| home.map(|h| h.join(".cline")))
             .map(|d| d.join("data"))
     });
-    found.extend(cline.map(|c| c.join("tasks")));
+    found.extend(cline.iter().map(|c| c.join("tasks")));
+    // Cline 4's SDK sessions.
+    found.extend(env_dir("CLINE_SESSION_DATA_DIR").or_else(|| cline.map(|c| c.join("sessions"))));
     if let Some(home) = home {
         found.push(home.join(".vscode-mock/global-storage/tasks"));
         found.push(home.join(".kilocode/cli/global/tasks"));
@@ -208,12 +353,16 @@ pub enum Candidate {
     Unreadable(PathBuf, String),
 }
 
-/// Whether a file name looks like a transcript or export.
+/// Whether a file name looks like a transcript or export (JSON, JSON Lines, or an Aider chat
+/// history: `.aider.chat.history.md`, or `<name>.aider.chat.history.md`).
 pub fn is_transcript_name(path: &Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("jsonl" | "json" | "ndjson")
-    )
+    ) || path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".aider.chat.history.md"))
 }
 
 /// Every candidate file under `paths`, sorted, each once. A missing path is an error for the
@@ -248,6 +397,24 @@ pub fn walk(paths: &[PathBuf]) -> Vec<Candidate> {
                         entries.skip_current_dir();
                         continue;
                     }
+                    // The folder a Cursor workspace's store belongs to.
+                    if path.file_name().is_some_and(|n| n == "workspace.json")
+                        && path.with_file_name("state.vscdb").is_file()
+                    {
+                        continue;
+                    }
+                    // A Cline SDK session folder: its messages files one document.
+                    if entry.file_type().is_dir() && super::cline_sdk::is_session_folder(&path) {
+                        files.push(Candidate::Session(super::sources::SessionSource {
+                            kind: super::sources::Kind::ClineSdk,
+                            session: entry.file_name().to_string_lossy().into_owned(),
+                            size: super::cline_sdk::size(&path),
+                            store: path,
+                            files: true,
+                        }));
+                        entries.skip_current_dir();
+                        continue;
+                    }
                     // Roo's index of its task folders.
                     if path.file_name().is_some_and(|n| n == "_index.json")
                         && path
@@ -265,7 +432,12 @@ pub fn walk(paths: &[PathBuf]) -> Vec<Candidate> {
                         files.push(Candidate::Database(path));
                         continue;
                     }
-                    if !is_transcript_name(&path) {
+                    // A file given itself may be an Aider history under any name
+                    // (`--chat-history-file`): its content decides.
+                    let given_markdown = entry.depth() == 0
+                        && path.extension().is_some_and(|e| e == "md")
+                        && super::aider::is_history_file(&path);
+                    if !is_transcript_name(&path) && !given_markdown {
                         continue;
                     }
                     let file_type = entry.file_type();

@@ -13,6 +13,7 @@
 //! it is; drawing a bar is the caller's business), its [`IngestOptions`], [`Summary`] and
 //! [`IngestError`], [`reindex()`], and [`assertions`]. Everything else is private.
 
+mod aider;
 mod aistudio;
 mod amp;
 pub mod assertions;
@@ -22,8 +23,12 @@ mod chunks;
 mod claude_ai;
 mod claude_code;
 mod cline;
+mod cline_sdk;
 mod codex;
 mod copilot;
+mod crush;
+mod cursor;
+mod cursor_agent;
 #[cfg(test)]
 mod damage;
 mod derive;
@@ -899,24 +904,35 @@ fn file_identity(path: &Path) -> Option<String> {
 /// synced or copied folder) is one session, read from the longer copy (`other_longer`: the
 /// archived one is at least as long); so is one session of an agent's store in two places.
 /// OpenCode's JSON files and the database it migrated them into are one session too, the
-/// database's, where the agent went on.
+/// database's, where the agent went on; and a Cursor conversation in a `state.vscdb` and in an
+/// agent transcript, the store's, which holds more.
 fn keeps_copy(other: &str, name: &str, other_longer: bool) -> Option<bool> {
     let same_file = Path::new(other).file_name() == Path::new(name).file_name();
     let same_session = sources::session_of(other).is_some()
         && sources::session_of(other) == sources::session_of(name);
-    if !same_file && !same_session {
+    let same_conversation =
+        conversation_of(other).is_some() && conversation_of(other) == conversation_of(name);
+    if !same_file && !same_session && !same_conversation {
         return None;
     }
-    Some(
-        match (
-            sources::is_files_document(other),
-            sources::is_files_document(name),
-        ) {
-            (true, false) => false,
-            (false, true) => true,
-            _ => other_longer,
-        },
-    )
+    let lesser = |n: &str| sources::is_files_document(n) || cursor_agent::is_transcript_path(n);
+    Some(match (lesser(other), lesser(name)) {
+        (true, false) => false,
+        (false, true) => true,
+        _ => other_longer,
+    })
+}
+
+/// The Cursor conversation a document holds: a store's composer (`<db>#composer:<id>`) or an
+/// agent transcript (`…/agent-transcripts/…/<id>.jsonl`).
+fn conversation_of(name: &str) -> Option<&str> {
+    sources::session_of(name)
+        .and_then(|s| s.strip_prefix("composer:"))
+        .or_else(|| {
+            cursor_agent::is_transcript_path(name)
+                .then(|| cursor_agent::id_of(name))
+                .flatten()
+        })
 }
 
 /// A re-exported document (ChatGPT, Claude.ai, Gemini JSON) replaces the conversations it still
@@ -944,6 +960,11 @@ fn missing_from_export(
 /// Detects the format of a file's bytes and parses it. `None` means unsupported.
 pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
     let mut parsed = ParsedFile::default();
+    if aider::is_history(bytes) {
+        aider::parse(name, bytes, &mut parsed);
+        report_empty(name, Some(Format::Aider), &mut parsed);
+        return (Some(Format::Aider), parsed);
+    }
     let is_json_document = name.ends_with(".json");
     if is_json_document {
         match serde_json::from_slice::<serde_json::Value>(bytes) {
@@ -988,6 +1009,10 @@ pub fn parse_bytes(name: &str, bytes: &[u8]) -> (Option<Format>, ParsedFile) {
         Some(Format::OpenCode) => opencode::parse(name, lines, &mut parsed),
         Some(Format::Goose) => goose::parse(name, lines, &mut parsed),
         Some(Format::Cline) => cline::parse(name, lines, &mut parsed),
+        Some(Format::ClineSdk) => cline_sdk::parse(name, lines, &mut parsed),
+        Some(Format::Cursor) => cursor::parse(name, lines, &mut parsed),
+        Some(Format::CursorAgent) => cursor_agent::parse(name, lines, &mut parsed),
+        Some(Format::Crush) => crush::parse(name, lines, &mut parsed),
         _ => {
             parsed.sidecar = detect::is_sidecar_lines(&lines);
             parsed

@@ -42,11 +42,19 @@ pub enum Origin {
     RooCode,
     /// Kilo Code's task folders (the extension before Kilo 7).
     KiloCode,
+    /// Aider's Markdown chat history (`.aider.chat.history.md`), a session per run.
+    Aider,
+    /// Cursor's conversations in its `state.vscdb` databases.
+    Cursor,
+    /// Crush's per-project database (`.crush/crush.db`).
+    Crush,
+    /// Cline's SDK sessions (Cline 4, CLI 3: `~/.cline/data/sessions`).
+    ClineSdk,
 }
 
 impl Origin {
     /// Every origin, in the order of [`quarry_schema::ORIGINS`] (which declares their names).
-    pub const ALL: [Origin; 17] = [
+    pub const ALL: [Origin; 21] = [
         Origin::ClaudeCode,
         Origin::Codex,
         Origin::ChatGpt,
@@ -64,6 +72,10 @@ impl Origin {
         Origin::Cline,
         Origin::RooCode,
         Origin::KiloCode,
+        Origin::Aider,
+        Origin::Cursor,
+        Origin::Crush,
+        Origin::ClineSdk,
     ];
 
     /// The origin's declaration: the variants are in the order of [`quarry_schema::ORIGINS`].
@@ -160,6 +172,9 @@ pub enum RecordedVia {
     Transcript,
     /// A parent transcript's `progress` record streaming a subagent's response.
     Progress,
+    /// Counts the agent printed rounded or estimated (Aider's `Tokens:` reports): kept, but
+    /// left out of the sessions' sums and cost and of reports unless asked.
+    Approximate,
 }
 
 impl RecordedVia {
@@ -168,6 +183,7 @@ impl RecordedVia {
         match self {
             RecordedVia::Transcript => "transcript",
             RecordedVia::Progress => "progress",
+            RecordedVia::Approximate => "approximate",
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Agents that keep their sessions in a SQLite database rather than in files (OpenCode and its
-//! fork Kilo CLI, which share one schema, and Goose), read one session at a time.
+//! fork Kilo CLI, which share one schema, Goose, Cursor, Crush), read one session at a time.
 //!
 //! The database is opened read-only while the agent may be writing it: no lock is taken beyond
 //! a reader's, and a reader sees the WAL's committed pages. Each session becomes a document of
@@ -34,6 +34,12 @@ pub enum Kind {
     RooCode,
     /// Kilo Code's task folders (the extension before Kilo 7).
     KiloCode,
+    /// Cursor's `state.vscdb` (the user folder's and each workspace's).
+    Cursor,
+    /// Crush's per-project `.crush/crush.db`.
+    Crush,
+    /// Cline's SDK session folders ([`super::cline_sdk`]).
+    ClineSdk,
 }
 
 impl Kind {
@@ -60,6 +66,12 @@ impl Kind {
             .parent()
             .and_then(Path::file_name)
             .is_some_and(|f| f == "sessions");
+        if name == "state.vscdb" {
+            return Some(Kind::Cursor);
+        }
+        if name == "crush.db" {
+            return Some(Kind::Crush);
+        }
         if named("kilo") || (named("opencode") && in_kilo) {
             Some(Kind::Kilo)
         } else if name == "sessions.db" && in_sessions {
@@ -78,6 +90,9 @@ impl Kind {
             Kind::Cline => "cline",
             Kind::RooCode => "roo-code",
             Kind::KiloCode => "kilo-code",
+            Kind::Cursor => "cursor",
+            Kind::Crush => "crush",
+            Kind::ClineSdk => "cline-sdk",
         }
     }
 
@@ -90,6 +105,9 @@ impl Kind {
             Kind::Cline,
             Kind::RooCode,
             Kind::KiloCode,
+            Kind::Cursor,
+            Kind::Crush,
+            Kind::ClineSdk,
         ]
         .into_iter()
         .find(|k| k.agent() == agent)
@@ -99,14 +117,14 @@ impl Kind {
     /// each message and part a JSON `data` column (Kilo's are the same: the name tells them
     /// apart, OpenCode's where it does not).
     fn detect(conn: &Connection, path: &Path) -> rusqlite::Result<Option<Kind>> {
-        let has = |table: &str, column: &str| -> rusqlite::Result<bool> {
-            conn.query_row(
-                "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
-                [table, column],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n > 0)
-        };
+        let has = |table: &str, column: &str| has_column(conn, table, column);
+        // VS Code's own store has the name and the table too: it holds no conversation.
+        if Kind::of(path) == Some(Kind::Cursor) || super::cursor::is_store(conn)? {
+            return Ok(Some(Kind::Cursor));
+        }
+        if super::crush::is_store(conn)? {
+            return Ok(Some(Kind::Crush));
+        }
         if has("sessions", "working_dir")? && has("messages", "content_json")? {
             return Ok(Some(Kind::Goose));
         }
@@ -136,6 +154,26 @@ impl Kind {
             same("OPENCODE_DB").then_some(Kind::OpenCode)
         }
     }
+}
+
+/// Whether a database's table `table` has the column `column`.
+pub fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, column],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+}
+
+/// Whether a database has the table `name`.
+pub fn has_table(conn: &Connection, name: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
 }
 
 /// Whether a file starts as an SQLite database does.
@@ -187,6 +225,12 @@ impl SessionSource {
 /// document; `None` when it is gone.
 pub fn files_document(source: &SessionSource) -> std::io::Result<Option<Vec<u8>>> {
     match source.kind {
+        Kind::ClineSdk => {
+            if !super::cline_sdk::is_session_folder(&source.store) {
+                return Ok(None);
+            }
+            super::cline_sdk::document(&source.store).map(Some)
+        }
         Kind::Cline | Kind::RooCode | Kind::KiloCode => {
             if !super::cline::is_task_folder(&source.store) {
                 return Ok(None);
@@ -339,7 +383,9 @@ fn sessions(conn: &Connection, kind: Kind) -> rusqlite::Result<Vec<(String, u64)
     match kind {
         Kind::OpenCode | Kind::Kilo => super::opencode::sessions(conn),
         Kind::Goose => super::goose::sessions(conn),
-        Kind::Cline | Kind::RooCode | Kind::KiloCode => Ok(Vec::new()),
+        Kind::Cursor => super::cursor::sessions(conn),
+        Kind::Crush => super::crush::sessions(conn),
+        Kind::Cline | Kind::RooCode | Kind::KiloCode | Kind::ClineSdk => Ok(Vec::new()),
     }
 }
 
@@ -353,7 +399,9 @@ pub fn document(conn: &Connection, source: &SessionSource) -> rusqlite::Result<O
             super::opencode::document(&read, &source.session, source.kind.agent())?
         }
         Kind::Goose => super::goose::document(&read, &source.session)?,
-        Kind::Cline | Kind::RooCode | Kind::KiloCode => None,
+        Kind::Cursor => super::cursor::document(&read, &source.store, &source.session)?,
+        Kind::Crush => super::crush::document(&read, &source.session)?,
+        Kind::Cline | Kind::RooCode | Kind::KiloCode | Kind::ClineSdk => None,
     };
     read.finish()?;
     Ok(rows)

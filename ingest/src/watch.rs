@@ -277,7 +277,9 @@ fn changed(path: &Path, roots: &[PathBuf]) -> Option<PathBuf> {
     if is_transcript_name(path) && roots.iter().any(|r| r.is_dir() && path.starts_with(r)) {
         // A file of OpenCode's JSON store asks for the store, read a session at a time; a file
         // of a Cline-family task folder for the folder.
-        let task = path.parent().filter(|d| crate::cline::is_task_folder(d));
+        let task = path
+            .parent()
+            .filter(|d| crate::cline::is_task_folder(d) || crate::cline_sdk::is_session_folder(d));
         return Some(
             task.map(Path::to_path_buf)
                 .or_else(|| crate::opencode_files::store_of(path))

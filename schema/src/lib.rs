@@ -256,6 +256,30 @@ pub const ORIGINS: &[OriginDecl] = &[
         lines: false,
         label: "Kilo Code",
     },
+    OriginDecl {
+        name: "aider-chat",
+        harness: "aider",
+        lines: false,
+        label: "Aider",
+    },
+    OriginDecl {
+        name: "cursor-chat",
+        harness: "cursor",
+        lines: true,
+        label: "Cursor",
+    },
+    OriginDecl {
+        name: "crush-session",
+        harness: "crush",
+        lines: true,
+        label: "Crush",
+    },
+    OriginDecl {
+        name: "cline-session",
+        harness: "cline",
+        lines: false,
+        label: "Cline (SDK sessions)",
+    },
 ];
 
 /// The closed vocabulary of `assertions.status`, in the spec's order.

@@ -102,7 +102,7 @@ const SESSIONS: Table = Table {
         req(
             "origin",
             Text,
-            "`claude-code-session`, `codex-session`, `chatgpt-export`, `claude-ai-export`, `gemini-cli-session`, `aistudio-drive`, `pi-session`, `qwen-code-session`, `kimi-cli-session`, `copilot-cli-session`, `opencode-session`, `kilo-session`, `goose-session`, `amp-thread`, `cline-task`, `roo-code-task`, `kilo-code-task`",
+            "`claude-code-session`, `codex-session`, `chatgpt-export`, `claude-ai-export`, `gemini-cli-session`, `aistudio-drive`, `pi-session`, `qwen-code-session`, `kimi-cli-session`, `copilot-cli-session`, `opencode-session`, `kilo-session`, `goose-session`, `amp-thread`, `cline-task`, `roo-code-task`, `kilo-code-task`, `aider-chat`, `cursor-chat`, `crush-session`, `cline-session`",
         ),
         req(
             "native_id",
@@ -987,7 +987,7 @@ const USAGE: Table = Table {
         req(
             "recorded_via",
             Text,
-            "`transcript` (an assistant record of a session's own transcript) or `progress` (only a parent's streamed `progress` records carry it)",
+            "`transcript` (an assistant record of a session's own transcript), `progress` (only a parent's streamed `progress` records carry it) or `approximate` (counts the agent printed rounded or estimated: Aider's token reports; left out of the sessions' sums and cost and of `quarry report` unless `--approximate`)",
         ),
         req(
             "record_count",

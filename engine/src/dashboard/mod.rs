@@ -77,6 +77,7 @@ impl Range {
             since: self.since,
             until: self.until,
             by,
+            approximate: false,
         }
     }
 }

@@ -108,6 +108,7 @@ fn a_report_panel_sums_its_rows_and_says_what_it_ran() {
         key_names: vec!["period".into(), "model".into()],
         rows,
         totals,
+        approximate_left_out: 0,
     };
     let range = Range {
         since: Some(day("2026-03-01")),

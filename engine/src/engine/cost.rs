@@ -425,8 +425,10 @@ impl TableProvider for SessionsWithCost {
         for f in filters {
             sessions = sessions.filter(f.clone())?;
         }
+        // Approximate counts (Aider's rounded reports) are no part of a session's cost.
         let mut usage =
-            LogicalPlanBuilder::scan("usage", provider_as_source(Arc::clone(&self.usage)), None)?;
+            LogicalPlanBuilder::scan("usage", provider_as_source(Arc::clone(&self.usage)), None)?
+                .filter(col("recorded_via").not_eq(lit("approximate")))?;
         if let Some(n) = limit {
             // A few sessions (`sessions | limit 5`): read them first, then price only their
             // usage, not the whole archive's.

@@ -119,16 +119,29 @@ pub struct Request {
     pub until: Option<NaiveDate>,
     /// A breakdown of each row.
     pub by: Option<By>,
+    /// Whether approximate usage (`recorded_via:approximate`, Aider's rounded reports) counts
+    /// too; exact totals leave it out.
+    pub approximate: bool,
 }
 
 /// The metrics every report sums, in the order the query names them.
 const METRICS: &str = "count, sum:input_tokens, sum:output_tokens, sum:cache_write_tokens, sum:cache_read_tokens, sum:cost_usd";
 
 impl Request {
-    /// The `where` clause: the days asked for and, for `blocks`, Claude Code's usage only (the
-    /// windows are Claude plans'); empty when there is no condition.
+    /// The `where` clause: exact usage only unless asked, the days asked for and, for `blocks`,
+    /// Claude Code's usage only (the windows are Claude plans'); empty when there is no
+    /// condition.
     fn conditions(&self) -> String {
-        let mut conditions = Vec::new();
+        self.conditions_on(if self.approximate {
+            None
+        } else {
+            Some("NOT recorded_via:approximate")
+        })
+    }
+
+    /// The `where` clause of the days asked for (and the blocks' origin) with `first` before.
+    fn conditions_on(&self, first: Option<&str>) -> String {
+        let mut conditions: Vec<String> = first.into_iter().map(String::from).collect();
         if self.kind == Kind::Blocks {
             conditions.push(String::from("session.origin:claude-code-session"));
         }
@@ -143,6 +156,17 @@ impl Request {
         } else {
             format!(" where {}", conditions.join(" AND "))
         }
+    }
+
+    /// The query that counts the approximate responses the report leaves out; `None` when it
+    /// counts them (`--approximate`).
+    pub fn left_out_query(&self) -> Option<String> {
+        (!self.approximate).then(|| {
+            format!(
+                "usage{} | agg count",
+                self.conditions_on(Some("recorded_via:approximate"))
+            )
+        })
     }
 
     /// The query of the language the report runs: for `blocks`, the priced usage rows in time
@@ -229,12 +253,21 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// The sums of every row.
     pub totals: Sums,
+    /// Approximate responses in the report's days it left out (not asked for them), when the
+    /// caller counted them ([`left_out`]; 0 otherwise).
+    pub approximate_left_out: u64,
 }
 
 /// Runs `request` in `session`, under its scope and in its zone (any kind but
 /// [`Kind::Blocks`], which [`blocks::run`] answers).
 pub async fn run(session: &Session, request: &Request) -> Result<Report, Error> {
     rows::run(session, request).await
+}
+
+/// How many approximate responses (`recorded_via:approximate`) the days of `request` hold that
+/// it leaves out (0 when it counts them): what the command line notes under a report.
+pub async fn left_out(session: &Session, request: &Request) -> Result<u64, Error> {
+    rows::left_out(session, request).await
 }
 
 /// The priced usage rows of `query` (a `blocks` query), in time order.

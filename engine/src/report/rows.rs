@@ -61,7 +61,26 @@ pub(super) async fn run(session: &Session, request: &Request) -> Result<Report, 
         key_names,
         rows,
         totals,
+        approximate_left_out: 0,
     })
+}
+
+/// How many approximate responses the report's days hold that it left out (0 when it counts
+/// them).
+pub(super) async fn left_out(session: &Session, request: &Request) -> Result<u64, Error> {
+    let Some(query) = request.left_out_query() else {
+        return Ok(0);
+    };
+    let result = session
+        .query(&query, Caps::default())
+        .await?
+        .collect()
+        .await?;
+    let mut n = 0;
+    for batch in &result.batches {
+        n += integers(batch.column(0))?.iter().sum::<u64>();
+    }
+    Ok(n)
 }
 
 /// The name a report shows for a key column of the query's answer.

@@ -13,6 +13,7 @@ fn a_period_report_is_one_query_of_the_language() {
         since: Some(day("2026-03-01")),
         until: Some(day("2026-03-31")),
         by: Some(By::Model),
+        approximate: true,
     };
     assert_eq!(
         r.query(),
@@ -25,20 +26,33 @@ fn a_period_report_is_one_query_of_the_language() {
         since: None,
         until: None,
         by: Some(By::Repo),
+        approximate: true,
     };
     assert_eq!(
         r.query(),
         format!("usage | group by time:month, session.repo | agg {METRICS}")
+    );
+    // Exact totals unless asked: approximate usage (Aider's rounded reports) left out.
+    let exact = Request {
+        approximate: false,
+        ..r
+    };
+    assert_eq!(
+        exact.query(),
+        format!(
+            "usage where NOT recorded_via:approximate | group by time:month, session.repo | agg {METRICS}"
+        )
     );
     let blocks = Request {
         kind: Kind::Blocks,
         since: Some(day("2026-03-01")),
         until: None,
         by: None,
+        approximate: false,
     };
     assert!(
         blocks.query().starts_with(
-            "usage where session.origin:claude-code-session AND time >= 2026-03-01 | sort by time"
+            "usage where NOT recorded_via:approximate AND session.origin:claude-code-session AND time >= 2026-03-01 | sort by time"
         ),
         "{}",
         blocks.query()
@@ -49,6 +63,7 @@ fn a_period_report_is_one_query_of_the_language() {
             since: Some(day("2026-01-01")),
             until: None,
             by: None,
+            approximate: false,
         };
         assert!(
             quarry_grammar::check(&r.query()).is_ok(),

@@ -140,7 +140,7 @@ const USAGE_FIELDS: &[Field] = &[
         "recorded_via",
         K::Equality,
         col("recorded_via"),
-        "`transcript`, or `progress` for a subagent response only its parent's progress records carry",
+        "`transcript`; `progress` for a subagent response only its parent's progress records carry; `approximate` for counts the agent printed rounded (Aider), which sessions' sums and reports leave out",
         "recorded_via:progress",
     )
     .group(),
