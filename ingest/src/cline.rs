@@ -143,6 +143,20 @@ pub fn is_line(value: &Value) -> bool {
     value.get("cline").and_then(Value::as_str) == Some("task")
 }
 
+/// The report of a `damaged` line: the file of the folder that did not read, and why.
+pub(crate) fn damaged(name: &str, line: &Line) -> Diagnostic {
+    Diagnostic {
+        file: name.to_string(),
+        line: Some(line.number),
+        kind: "bad_record",
+        reason: format!(
+            "{} cannot be read: {}",
+            str_field(&line.value, "file").unwrap_or_default(),
+            str_field(&line.value, "error").unwrap_or_default()
+        ),
+    }
+}
+
 /// The place of a history or UI message in its file (`n`).
 fn line_index(value: &Value) -> usize {
     value
@@ -201,18 +215,7 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                 written_back = (base("baseApiMessageCount"), base("baseUiMessageCount"));
                 session.push_event("task", None, Surface::LogOnly, line.text.clone());
             }
-            "damaged" => {
-                parsed.diagnostics.push(Diagnostic {
-                    file: name.to_string(),
-                    line: Some(line.number),
-                    kind: "bad_record",
-                    reason: format!(
-                        "{} cannot be read: {}",
-                        str_field(value, "file").unwrap_or_default(),
-                        str_field(value, "error").unwrap_or_default()
-                    ),
-                });
-            }
+            "damaged" => parsed.diagnostics.push(damaged(name, &line)),
             "api" | "ui"
                 if line_index(value)
                     >= if record == "api" {

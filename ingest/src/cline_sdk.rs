@@ -166,18 +166,7 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                 }
                 current = Some(start(value, &line.text));
             }
-            Some("damaged") => {
-                parsed.diagnostics.push(Diagnostic {
-                    file: name.to_string(),
-                    line: Some(line.number),
-                    kind: "bad_record",
-                    reason: format!(
-                        "{} cannot be read: {}",
-                        str_field(value, "file").unwrap_or_default(),
-                        str_field(value, "error").unwrap_or_default()
-                    ),
-                });
-            }
+            Some("damaged") => parsed.diagnostics.push(super::cline::damaged(name, &line)),
             _ => {
                 let message = value.get("message").unwrap_or(&Value::Null);
                 let Some(r) = current.as_mut() else {

@@ -36,7 +36,7 @@
 
 use std::path::Path;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use serde_json::Value;
 
 use super::lines::Line;
@@ -70,11 +70,7 @@ fn item(conn: &Connection, key: &str) -> rusqlite::Result<Value> {
         .query_row("SELECT value FROM ItemTable WHERE key = ?1", [key], |r| {
             Ok(super::sources::text(r.get_ref(0)?))
         })
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })?;
+        .optional()?;
     Ok(value
         .and_then(|v| serde_json::from_str(&v).ok())
         .unwrap_or(Value::Null))
@@ -173,11 +169,7 @@ pub fn document(
                 [format!("composerData:{id}")],
                 |r| Ok(super::sources::text(r.get_ref(0)?)),
             )
-            .map(Some)
-            .or_else(|e| match e {
-                rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                e => Err(e),
-            })?;
+            .optional()?;
         if let Some(value) = value {
             let mut row: Value = serde_json::from_str(&value).unwrap_or(Value::String(value));
             let inline = row
@@ -208,11 +200,7 @@ pub fn document(
                     .query_row([format!("bubbleId:{id}:{bubble}")], |r| {
                         Ok(super::sources::text(r.get_ref(0)?))
                     })
-                    .map(Some)
-                    .or_else(|e| match e {
-                        rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                        e => Err(e),
-                    })?;
+                    .optional()?;
                 match found {
                     Some(text) => {
                         let row: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
