@@ -2099,6 +2099,30 @@ fn aider_history_traps_counted_by_hand() {
         )),
         local
     );
+    // Approximate counts have no exact cost: a session holding them has none (NULL, not 0);
+    // the run cut by Ctrl-C billed nothing (0).
+    let costs = quarry_json(&[
+        "--archive",
+        db.to_str().unwrap(),
+        "--format",
+        "json",
+        "sessions | sort by session_id | select session_id, cost_usd",
+    ]);
+    let cost_of: Vec<serde_json::Value> = costs["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].clone())
+        .collect();
+    assert_eq!(
+        cost_of,
+        [
+            serde_json::Value::Null,
+            serde_json::json!(0.0),
+            serde_json::Value::Null
+        ],
+        "{costs}"
+    );
     // The report counts the approximate usage only when asked.
     let report = |extra: &[&str]| {
         let mut args = vec![
@@ -2186,8 +2210,10 @@ fn cursor_conversations_of_every_generation_counted_once() {
     let summary = ingest(&db, &[&root]);
     assert_eq!(
         summary["sessions_ingested"]["cursor-chat"],
-        // Two agent transcripts beside; the third is c1's conversation again, the store's kept.
-        5 + 26 + 5 + 2,
+        // The global store's six (the empty c6 none; one moved from the workspace store, whose
+        // 26 composers leave 25), five tabs, two agent transcripts (the third is c1's
+        // conversation again, the store's kept).
+        6 + 25 + 5 + 2,
         "{summary}"
     );
     assert_eq!(
@@ -2248,6 +2274,16 @@ fn cursor_conversations_of_every_generation_counted_once() {
             []
         ),
         transcript
+    );
+    // A workspace composer Cursor moved into the global store is one session, the global one's.
+    assert_eq!(
+        crate::support::text(
+            &archive,
+            "SELECT title FROM sessions
+             WHERE session_id = 'cursor-chat:090e988a-b2e3-4fcc-84e0-62a9401ae6ea'",
+            []
+        ),
+        "Sidebar elements (moved)"
     );
     // Auto names no model; the draft in the input box is no message.
     assert_eq!(
@@ -2313,8 +2349,8 @@ fn cursor_stores_are_found_in_the_user_folder_and_damage_costs_only_itself() {
     std::fs::write(&workspace, &whole[..whole.len() / 2]).unwrap();
     let again = tempfile::tempdir().unwrap();
     let summary = ingest_discovered(again.path(), &home, &[]);
-    // The global store's five and the two transcripts (c1's copy stays the store's).
-    assert_eq!(summary["sessions_ingested"]["cursor-chat"], 7, "{summary}");
+    // The global store's six and the two transcripts (c1's copy stays the store's).
+    assert_eq!(summary["sessions_ingested"]["cursor-chat"], 8, "{summary}");
     assert!(
         summary["diagnostics"]
             .as_array()
@@ -2530,8 +2566,8 @@ fn cline_sdk_sessions_count_each_response_once() {
     );
     assert_eq!(
         responses_by_session(&archive),
-        "cline-session:1784094053271_p8pzo=16 cline-session:fixture-success-01=1 \
-         cline-session:sub-001=1"
+        "cline-session:1784094053271_p8pzo=16 cline-session:1784094053271_p8pzo/sub-001=1 \
+         cline-session:fixture-success-01=1"
     );
     assert_eq!(
         crate::support::text(
@@ -2543,9 +2579,9 @@ fn cline_sdk_sessions_count_each_response_once() {
             []
         ),
         "cline-session:1784094053271_p8pzo<-:-:2.04 \
+         cline-session:1784094053271_p8pzo/sub-001<cline-session:1784094053271_p8pzo:subagent:0.01 \
          cline-session:1784094124598_rruoq<cline-session:1784094053271_p8pzo:fork:none \
-         cline-session:fixture-success-01<-:-:0.13 \
-         cline-session:sub-001<cline-session:1784094053271_p8pzo:subagent:0.01"
+         cline-session:fixture-success-01<-:-:0.13"
     );
     assert_eq!(
         roles(&archive, "cline-session:fixture-success-01"),
@@ -2712,7 +2748,7 @@ fn cline_sdk_and_crush_damage_costs_only_itself() {
     let archive = open(&dir.path().join("a.db"));
     assert_eq!(
         responses_by_session(&archive),
-        "cline-session:1784094124598_rruoq=16 cline-session:fixture-success-01=1 \
-         cline-session:sub-001=1"
+        "cline-session:1784094053271_p8pzo/sub-001=1 cline-session:1784094124598_rruoq=16 \
+         cline-session:fixture-success-01=1"
     );
 }

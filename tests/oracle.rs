@@ -1025,8 +1025,9 @@ pub fn aider(root: &Path) -> (BTreeMap<String, [i64; 5]>, usize, usize) {
 /// reasoning or a tool call) of every conversation (global composers through their headers or
 /// inline conversation, workspace composers, chat tabs), and the usage by model: each bubble
 /// a header names whose `tokenCount` is not `{0, 0}`, once per `usageUuid` (else per bubble),
-/// the bubble's model unless `default`, else its conversation's. With the lines of each agent
-/// transcript (`agent-transcripts/**/*.jsonl`) whose conversation no store holds.
+/// the bubble's model unless `default`, else its conversation's. With the user and assistant
+/// lines (holding text, reasoning or a tool call) of each agent transcript
+/// (`agent-transcripts/**/*.jsonl`) whose conversation no store holds.
 pub fn cursor(root: &Path) -> (BTreeMap<String, [i64; 5]>, i64, i64) {
     let mut usage: BTreeMap<String, [i64; 5]> = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
@@ -1037,11 +1038,27 @@ pub fn cursor(root: &Path) -> (BTreeMap<String, [i64; 5]>, i64, i64) {
             .filter(|m| !m.is_empty() && *m != "default")
             .map(str::to_string)
     };
-    for entry in walkdir::WalkDir::new(root).into_iter().flatten() {
-        if entry.file_name() != "state.vscdb" {
-            continue;
-        }
-        let conn = rusqlite::Connection::open(entry.path()).unwrap();
+    // The stores, those with Cursor's own table (the global ones) first: a workspace composer
+    // also there is the global one's.
+    let mut stores: Vec<(bool, PathBuf)> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "state.vscdb")
+        .map(|e| {
+            let conn = rusqlite::Connection::open(e.path()).unwrap();
+            let global: i64 = conn
+                .query_row(
+                    "SELECT COUNT(*) FROM sqlite_master WHERE name = 'cursorDiskKV'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            (global == 0, e.into_path())
+        })
+        .collect();
+    stores.sort();
+    for (_, store) in stores {
+        let conn = rusqlite::Connection::open(&store).unwrap();
         let json = |sql: &str, key: &str| -> Option<Value> {
             conn.query_row(sql, [key], |r| {
                 let v: rusqlite::types::Value = r.get(0)?;
@@ -1133,7 +1150,9 @@ pub fn cursor(root: &Path) -> (BTreeMap<String, [i64; 5]>, i64, i64) {
             "composer.composerData",
         ) {
             for c in all["allComposers"].as_array().into_iter().flatten() {
-                composers.insert(c["composerId"].as_str().unwrap_or_default().to_string());
+                if !composers.insert(c["composerId"].as_str().unwrap_or_default().to_string()) {
+                    continue;
+                }
                 for b in c["conversation"].as_array().into_iter().flatten() {
                     count(b);
                 }
@@ -1161,9 +1180,17 @@ pub fn cursor(root: &Path) -> (BTreeMap<String, [i64; 5]>, i64, i64) {
         }
         for line in std::fs::read_to_string(path).unwrap().lines() {
             let v: Value = serde_json::from_str(line).unwrap();
+            // A line with text, reasoning or a tool call (or plain text content).
+            let content = &v["message"]["content"];
+            let said = content.is_string()
+                || content.as_array().is_some_and(|blocks| {
+                    blocks.iter().any(|b| {
+                        matches!(b["type"].as_str(), Some("text" | "thinking" | "tool_use"))
+                    })
+                });
             match v["role"].as_str() {
-                Some("user") => users += 1,
-                Some("assistant") => assistants += 1,
+                Some("user") if said => users += 1,
+                Some("assistant") if said => assistants += 1,
                 _ => {}
             }
         }
@@ -1205,6 +1232,17 @@ pub fn cline_sdk(root: &Path) -> BTreeMap<String, [i64; 5]> {
                 continue;
             }
             let n = |k: &str| metrics[k].as_i64().unwrap_or(0);
+            if [
+                "inputTokens",
+                "outputTokens",
+                "cacheReadTokens",
+                "cacheWriteTokens",
+            ]
+            .iter()
+            .all(|k| n(k) == 0)
+            {
+                continue;
+            }
             let (input, read, write) = (
                 n("inputTokens"),
                 n("cacheReadTokens"),

@@ -417,9 +417,9 @@ fn usage(r: &mut Run, report: &str, line: &str) {
             || m.starts_with("o4")
             || m.starts_with("chatgpt")
     });
-    let mut input = counts.sent - counts.cache_write;
+    let mut input = counts.sent.saturating_sub(counts.cache_write);
     if hits_inside {
-        input -= counts.cache_hit;
+        input = input.saturating_sub(counts.cache_hit);
     }
     r.reports += 1;
     let key = format!("aider:{}:{}", r.session.native_id, r.reports);
@@ -478,11 +478,13 @@ impl Report {
         // carry no space, the list's do.
         let count = |label: &str| -> Option<i64> {
             let at = counts.find(&format!(" {label}"))?;
-            let before = &counts[..at];
+            let before = &counts.as_bytes()[..at];
+            // Bytes, not chars: the byte after the last non-digit is ASCII, a char boundary.
             let start = before
-                .rfind(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | ',' | 'k')))
+                .iter()
+                .rposition(|b| !(b.is_ascii_digit() || matches!(b, b'.' | b',' | b'k')))
                 .map_or(0, |i| i + 1);
-            tokens(&before[start..])
+            tokens(std::str::from_utf8(&before[start..]).ok()?)
         };
         report.received = count("received")?;
         report.sent = count("sent").unwrap_or(0);
@@ -543,6 +545,15 @@ mod tests {
             (2100, 9900, 12000, None)
         );
         assert!(Report::read(" sent, received").is_none());
+        // What comes before a count may be any character (a damaged or translated line).
+        let odd = r(" 1 sent, é2 received.");
+        assert_eq!((odd.sent, odd.received), (1, 2));
+        let replaced = r(" 3 sent,\u{fffd}4 received.");
+        assert_eq!((replaced.sent, replaced.received), (3, 4));
+        let huge = r(
+            " 0 sent, 9223372036854775807 cache write, 9223372036854775807 cache hit, 1 received.",
+        );
+        assert_eq!(huge.received, 1);
         assert!(Report::read("").is_none());
     }
 
@@ -588,6 +599,15 @@ mod tests {
             assert_eq!(starts.len(), runs.len());
             let run_of = |at: usize| starts.iter().rposition(|s| *s <= at);
             for at in (1..whole.len()).step_by((whole.len() / 150).max(1)) {
+                // Never a panic: a character of several bytes, or a byte that is no UTF-8,
+                // anywhere (before a count of a report too).
+                let mut accented = whole[..at].to_vec();
+                accented.extend_from_slice("é".as_bytes());
+                accented.extend_from_slice(&whole[at..]);
+                read(&accented);
+                let mut invalid = whole.clone();
+                invalid[at] = 0xff;
+                read(&invalid);
                 let mut changed = whole.clone();
                 changed[at] ^= 0x5a;
                 let cut = &whole[..at];

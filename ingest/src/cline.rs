@@ -110,14 +110,25 @@ pub fn document(dir: &Path, kind: Option<Kind>) -> std::io::Result<Vec<u8>> {
         out.extend_from_slice(value.to_string().as_bytes());
         out.push(b'\n');
     };
-    let metadata = read(&dir.join("task_metadata.json"))?.unwrap_or(Value::Null);
     // Cline 4 writes the turns of a resumed task back after the task's own (`sdk_writeback.json`
     // says where they start); the SDK session counts them.
-    let writeback = read(&dir.join("sdk_writeback.json"))?.unwrap_or(Value::Null);
+    let mut damaged = Vec::new();
+    let mut side = |file: &str| -> std::io::Result<Value> {
+        let path = dir.join(file);
+        Ok(read(&path)?.unwrap_or_else(|error| {
+            damaged.push(serde_json::json!({
+                "cline": "damaged", "file": path.display().to_string(), "error": error
+            }));
+            Value::Null
+        }))
+    };
+    let metadata = side("task_metadata.json")?;
+    let writeback = side("sdk_writeback.json")?;
     line(serde_json::json!({
         "cline": "task", "agent": kind.map(Kind::agent), "id": id, "metadata": metadata,
         "writeback": writeback
     }));
+    damaged.into_iter().for_each(&mut line);
     for (file, kind) in FILES.iter().zip(["api", "ui"]) {
         let path: PathBuf = dir.join(file);
         match read(&path)? {

@@ -99,7 +99,17 @@ pub fn document(dir: &Path) -> std::io::Result<Vec<u8>> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let id = name.strip_suffix(MESSAGES).unwrap_or(&name).to_string();
-        let manifest = read(&dir.join(format!("{id}.json")))?.unwrap_or(Value::Null);
+        let manifest_path = dir.join(format!("{id}.json"));
+        let manifest = match read(&manifest_path)? {
+            Ok(manifest) => manifest,
+            Err(error) => {
+                line(serde_json::json!({
+                    "cline_sdk": "damaged", "id": id,
+                    "file": manifest_path.display().to_string(), "error": error
+                }));
+                Value::Null
+            }
+        };
         line(serde_json::json!({
             "cline_sdk": "session", "id": id, "folder": folder, "manifest": manifest
         }));
@@ -201,7 +211,13 @@ fn start(value: &Value, text: &str) -> Reading {
     let id = str_field(value, "id").unwrap_or_default();
     let folder = str_field(value, "folder").unwrap_or_default();
     let manifest = value.get("manifest").unwrap_or(&Value::Null);
-    let mut session = SessionDraft::new(Origin::ClineSdk, id.clone());
+    // A subagent's id is its file's name in the root session's folder, unique there only.
+    let native = if id != folder && !folder.is_empty() {
+        format!("{folder}/{id}")
+    } else {
+        id.clone()
+    };
+    let mut session = SessionDraft::new(Origin::ClineSdk, native);
     session.push_event("session", None, Surface::LogOnly, text.to_string());
     session.created_at = json_time(manifest.get("started_at"));
     session.updated_at = json_time(manifest.get("ended_at")).or(session.created_at);

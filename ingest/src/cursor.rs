@@ -18,10 +18,13 @@
 //!   result, additionalData {status}}`, `modelInfo {modelName}`, `tokenCount {inputTokens,
 //!   outputTokens}`, `usageUuid`, `timingInfo {clientEndTime}`).
 //!
-//! [`super::sources`] reads each conversation into a document of JSON Lines (the conversation,
-//! then its bubbles in order, a header whose bubble is gone as a `missing` line), which
-//! [`parse`] reads. Only those keys are read: the global `ItemTable` holds Cursor's
-//! credentials (`cursorAuth/...`) and is never opened.
+//! [`super::sources`] reads each composer of the global store into a document of JSON Lines
+//! (the conversation, then its bubbles in order, a header whose bubble is gone as a `missing`
+//! line), and a workspace store's composers, and its tabs, each into one document of all of
+//! them (one value each in the store: read once, however many conversations it holds), which
+//! [`parse`] reads, a session per conversation. Only those keys are read, each by name: the
+//! global store's `ItemTable` holds Cursor's credentials (`cursorAuth/...`), which are never
+//! read (an old global store has the two chat keys there too).
 //!
 //! Usage: Cursor writes counts only on the assistant bubble that ends a request (`tokenCount`
 //! with `usageUuid`), no cache counts, and `{0, 0}` placeholders elsewhere (on every bubble
@@ -76,42 +79,44 @@ fn item(conn: &Connection, key: &str) -> rusqlite::Result<Value> {
         .unwrap_or(Value::Null))
 }
 
-/// The conversations of a store, with the size of each one's data: `composer:<id>` (global
-/// composers, and workspace composers that hold their conversation) and `tab:<id>` (chat
-/// tabs).
+/// The documents of a store, with the size of each one's data: `composer:<id>` for each
+/// composer of the global store, and a workspace store's `composers` (those holding their
+/// conversation) and `tabs` (the chat tabs), each a document of all of them.
 pub fn sessions(conn: &Connection) -> rusqlite::Result<Vec<(String, u64)>> {
     let mut out = Vec::new();
     if has_table(conn, "cursorDiskKV")? {
         out.extend(super::sources::list(
             conn,
+            // Not the empty composers Cursor makes for each new chat (no headers, no
+            // conversation); a value that is no JSON is listed, to be reported.
             "SELECT 'composer:' || substr(key, 14), length(value) FROM cursorDiskKV
-             WHERE key >= 'composerData:' AND key < 'composerData;' ORDER BY key",
+             WHERE key >= 'composerData:' AND key < 'composerData;'
+               AND (NOT json_valid(CAST(value AS TEXT))
+                    OR json_array_length(CAST(value AS TEXT), '$.fullConversationHeadersOnly') > 0
+                    OR json_array_length(CAST(value AS TEXT), '$.conversation') > 0)
+             ORDER BY key",
         )?);
     }
     if has_table(conn, "ItemTable")? {
-        if let Some(composers) = item(conn, COMPOSER_KEY)?
-            .get("allComposers")
-            .and_then(Value::as_array)
-        {
-            for c in composers {
-                let held = c
-                    .get("conversation")
-                    .and_then(Value::as_array)
-                    .is_some_and(|m| !m.is_empty());
-                if let Some(id) = str_field(c, "composerId").filter(|_| held) {
-                    out.push((format!("composer:{id}"), c.to_string().len() as u64));
-                }
-            }
-        }
-        if let Some(tabs) = item(conn, CHAT_KEY)?.get("tabs").and_then(Value::as_array) {
-            for t in tabs {
-                let held = t
-                    .get("bubbles")
-                    .and_then(Value::as_array)
-                    .is_some_and(|b| !b.is_empty());
-                if let Some(id) = str_field(t, "tabId").filter(|_| held) {
-                    out.push((format!("tab:{id}"), t.to_string().len() as u64));
-                }
+        // The workspace's conversations of 2023-2024 live in one value each (all composers, all
+        // tabs): one document for each, read (and parsed) once however many it holds.
+        for (session, key, list, inner) in [
+            ("composers", COMPOSER_KEY, "allComposers", "conversation"),
+            ("tabs", CHAT_KEY, "tabs", "bubbles"),
+        ] {
+            let value = item(conn, key)?;
+            let held = value
+                .get(list)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c.get(inner)
+                        .and_then(Value::as_array)
+                        .is_some_and(|b| !b.is_empty())
+                });
+            if held {
+                out.push((session.to_string(), value.to_string().len() as u64));
             }
         }
     }
@@ -134,9 +139,10 @@ fn workspace_folder(store: &Path) -> Option<String> {
     Some(if drive { path[1..].to_string() } else { path })
 }
 
-/// One conversation's document: `{"cursor": "conversation", "kind", "row", "folder"}`, then
-/// `{"cursor": "bubble", "row"}` per bubble in order (`"missing"` for a header whose bubble is
-/// gone); `None` when the conversation is gone.
+/// A document's lines: per conversation `{"cursor": "conversation", "kind", "row", "folder"}`,
+/// then `{"cursor": "bubble", "row"}` per bubble in order (`"missing"` for a header whose
+/// bubble is gone); one conversation for a global composer, every one for a workspace's
+/// `composers` or `tabs`; `None` when it is gone.
 pub fn document(
     conn: &Connection,
     store: &Path,
@@ -148,85 +154,80 @@ pub fn document(
         out.push(b'\n');
     };
     let folder = workspace_folder(store);
-    if let Some(id) = session.strip_prefix("tab:") {
-        let tabs = item(conn, CHAT_KEY)?;
-        let Some(tab) = tabs.get("tabs").and_then(Value::as_array).and_then(|t| {
-            t.iter()
-                .find(|t| str_field(t, "tabId").as_deref() == Some(id))
-        }) else {
+    let workspace = match session {
+        "tabs" => Some((CHAT_KEY, "tabs", "tab", "bubbles")),
+        "composers" => Some((COMPOSER_KEY, "allComposers", "composer", "conversation")),
+        _ => None,
+    };
+    if let Some((key, list, kind, inner)) = workspace {
+        let value = item(conn, key)?;
+        let Some(all) = value.get(list).and_then(Value::as_array) else {
             return Ok(None);
         };
-        inline(&mut line, "tab", tab, "bubbles", folder);
+        for c in all {
+            if c.get(inner)
+                .and_then(Value::as_array)
+                .is_some_and(|b| !b.is_empty())
+            {
+                inline(&mut line, kind, c, inner, folder.clone());
+            }
+        }
         return Ok(Some(out));
     }
     let Some(id) = session.strip_prefix("composer:") else {
         return Ok(None);
     };
-    if has_table(conn, "cursorDiskKV")? {
-        let value: Option<String> = conn
-            .query_row(
-                "SELECT value FROM cursorDiskKV WHERE key = ?1",
-                [format!("composerData:{id}")],
-                |r| Ok(super::sources::text(r.get_ref(0)?)),
-            )
-            .optional()?;
-        if let Some(value) = value {
-            let mut row: Value = serde_json::from_str(&value).unwrap_or(Value::String(value));
-            let inline = row
-                .as_object_mut()
-                .and_then(|o| o.remove("conversation"))
-                .unwrap_or(Value::Null);
-            let folder = folder.or_else(|| header_folder(conn, id));
-            line(
-                serde_json::json!({"cursor": "conversation", "kind": "composer", "row": row, "folder": folder}),
-            );
-            let headers = row
-                .get("fullConversationHeadersOnly")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            if headers.is_empty() {
-                // Older composers kept their bubbles inline.
-                for b in inline.as_array().into_iter().flatten() {
-                    line(serde_json::json!({"cursor": "bubble", "row": b}));
-                }
-            }
-            let mut read = conn.prepare("SELECT value FROM cursorDiskKV WHERE key = ?1")?;
-            for h in &headers {
-                let Some(bubble) = str_field(h, "bubbleId") else {
-                    continue;
-                };
-                let found: Option<String> = read
-                    .query_row([format!("bubbleId:{id}:{bubble}")], |r| {
-                        Ok(super::sources::text(r.get_ref(0)?))
-                    })
-                    .optional()?;
-                match found {
-                    Some(text) => {
-                        let row: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-                        line(serde_json::json!({"cursor": "bubble", "row": row}));
-                    }
-                    None => line(serde_json::json!({"cursor": "missing", "bubbleId": bubble})),
-                }
-            }
-            return Ok(Some(out));
-        }
-    }
-    if !has_table(conn, "ItemTable")? {
+    if !has_table(conn, "cursorDiskKV")? {
         return Ok(None);
     }
-    let composers = item(conn, COMPOSER_KEY)?;
-    let Some(composer) = composers
-        .get("allComposers")
-        .and_then(Value::as_array)
-        .and_then(|c| {
-            c.iter()
-                .find(|c| str_field(c, "composerId").as_deref() == Some(id))
-        })
-    else {
+    let value: Option<String> = conn
+        .query_row(
+            "SELECT value FROM cursorDiskKV WHERE key = ?1",
+            [format!("composerData:{id}")],
+            |r| Ok(super::sources::text(r.get_ref(0)?)),
+        )
+        .optional()?;
+    let Some(value) = value else {
         return Ok(None);
     };
-    inline(&mut line, "composer", composer, "conversation", folder);
+    let mut row: Value = serde_json::from_str(&value).unwrap_or(Value::String(value));
+    let inline = row
+        .as_object_mut()
+        .and_then(|o| o.remove("conversation"))
+        .unwrap_or(Value::Null);
+    let folder = folder.or_else(|| header_folder(conn, id));
+    line(
+        serde_json::json!({"cursor": "conversation", "kind": "composer", "row": row, "folder": folder}),
+    );
+    let headers = row
+        .get("fullConversationHeadersOnly")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if headers.is_empty() {
+        // Older composers kept their bubbles inline.
+        for b in inline.as_array().into_iter().flatten() {
+            line(serde_json::json!({"cursor": "bubble", "row": b}));
+        }
+    }
+    let mut read = conn.prepare("SELECT value FROM cursorDiskKV WHERE key = ?1")?;
+    for h in &headers {
+        let Some(bubble) = str_field(h, "bubbleId") else {
+            continue;
+        };
+        let found: Option<String> = read
+            .query_row([format!("bubbleId:{id}:{bubble}")], |r| {
+                Ok(super::sources::text(r.get_ref(0)?))
+            })
+            .optional()?;
+        match found {
+            Some(text) => {
+                let row: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                line(serde_json::json!({"cursor": "bubble", "row": row}));
+            }
+            None => line(serde_json::json!({"cursor": "missing", "bubbleId": bubble})),
+        }
+    }
     Ok(Some(out))
 }
 
@@ -281,40 +282,59 @@ fn model_name(name: Option<String>) -> Option<String> {
     name.filter(|m| !m.is_empty() && m != "default")
 }
 
-/// Reads one conversation's document.
+/// Reads a document: a session per conversation in it.
 pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
     let id = name.rsplit_once('#').map_or(name, |(_, id)| id);
-    let native = id
-        .strip_prefix("composer:")
-        .or_else(|| id.strip_prefix("tab:"))
-        .unwrap_or(id);
-    let mut session = SessionDraft::new(Origin::Cursor, native);
-    let mut composer_model: Option<String> = None;
-    let mut updated: Option<i64> = None;
+    let fallback = id.strip_prefix("composer:").unwrap_or(id).to_string();
+    let mut current: Option<(SessionDraft, Option<String>, Option<i64>)> = None;
+    let finish = |done: (SessionDraft, Option<String>, Option<i64>), parsed: &mut ParsedFile| {
+        let (mut session, _, updated) = done;
+        session.updated_at = updated.or(session.created_at);
+        parsed.sessions.push(session);
+    };
     for line in lines {
         parsed.records += 1;
         let value = &line.value;
-        match value.get("cursor").and_then(Value::as_str) {
-            Some("conversation") => {
-                let row = value.get("row").unwrap_or(&Value::Null);
-                session.push_event("conversation", None, Surface::LogOnly, line.text.clone());
-                session.title = str_field(row, "name")
-                    .or_else(|| str_field(row, "chatTitle"))
-                    .filter(|t| !t.trim().is_empty());
-                session.created_at = json_time(row.get("createdAt"));
-                updated = json_time(row.get("lastUpdatedAt"))
-                    .or_else(|| json_time(row.get("lastSendTime")));
-                // A chat tab keeps no start: its last message's time is the one it has.
-                if session.created_at.is_none() {
-                    session.created_at = updated;
-                }
-                session.cwd = str_field(value, "folder").filter(|f| !f.is_empty());
-                composer_model = model_name(
-                    row.pointer("/modelConfig/modelName")
-                        .and_then(|m| m.as_str().map(str::to_string)),
-                );
-                session.model = composer_model.clone();
+        if value.get("cursor").and_then(Value::as_str) == Some("conversation") {
+            if let Some(done) = current.take() {
+                finish(done, parsed);
             }
+            let row = value.get("row").unwrap_or(&Value::Null);
+            let native = str_field(row, "composerId")
+                .or_else(|| str_field(row, "tabId"))
+                .filter(|i| !i.is_empty())
+                .unwrap_or_else(|| fallback.clone());
+            let mut session = SessionDraft::new(Origin::Cursor, native);
+            session.push_event("conversation", None, Surface::LogOnly, line.text.clone());
+            session.title = str_field(row, "name")
+                .or_else(|| str_field(row, "chatTitle"))
+                .filter(|t| !t.trim().is_empty());
+            session.created_at = json_time(row.get("createdAt"));
+            let updated =
+                json_time(row.get("lastUpdatedAt")).or_else(|| json_time(row.get("lastSendTime")));
+            // A chat tab keeps no start: its last message's time is the one it has.
+            if session.created_at.is_none() {
+                session.created_at = updated;
+            }
+            session.cwd = str_field(value, "folder").filter(|f| !f.is_empty());
+            let model = model_name(
+                row.pointer("/modelConfig/modelName")
+                    .and_then(|m| m.as_str().map(str::to_string)),
+            );
+            session.model = model.clone();
+            current = Some((session, model, updated));
+            continue;
+        }
+        let Some((session, model, _)) = current.as_mut() else {
+            parsed.diagnostics.push(Diagnostic {
+                file: name.to_string(),
+                line: Some(line.number),
+                kind: "bad_record",
+                reason: "a Cursor bubble before any conversation".into(),
+            });
+            continue;
+        };
+        match value.get("cursor").and_then(Value::as_str) {
             Some("bubble") => {
                 let Some(row) = value.get("row").filter(|r| r.is_object()) else {
                     parsed.diagnostics.push(Diagnostic {
@@ -328,15 +348,16 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                 };
                 let time = bubble_time(row);
                 let event = session.push_event("bubble", time, Surface::Current, line.text.clone());
-                read_bubble(&mut session, row, time, event, composer_model.as_deref());
+                read_bubble(session, row, time, event, model.as_deref());
             }
             _ => {
                 session.push_event("missing", None, Surface::LogOnly, line.text);
             }
         }
     }
-    session.updated_at = updated.or(session.created_at);
-    parsed.sessions.push(session);
+    if let Some(done) = current.take() {
+        finish(done, parsed);
+    }
 }
 
 /// A bubble's time: its `createdAt` (ISO; missing on bubbles before October 2025), else the

@@ -38,7 +38,11 @@ pub fn is_line(value: &Value) -> bool {
 
 /// Whether a path is an agent transcript's (`…/agent-transcripts/…/<id>.jsonl`).
 pub fn is_transcript_path(name: &str) -> bool {
-    name.contains("agent-transcripts") && name.ends_with(".jsonl")
+    let path = std::path::Path::new(name);
+    path.extension().is_some_and(|e| e == "jsonl")
+        && path
+            .components()
+            .any(|c| c.as_os_str() == "agent-transcripts")
 }
 
 /// The conversation id of an agent transcript: its file's stem.
@@ -83,7 +87,13 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
             }
             continue;
         }
-        let assistant = str_field(value, "role").as_deref() == Some("assistant");
+        let role = str_field(value, "role");
+        if !matches!(role.as_deref(), Some("user" | "assistant")) {
+            // A record of another kind: kept as it is, no message.
+            session.push_event("other", None, Surface::LogOnly, line.text.clone());
+            continue;
+        }
+        let assistant = role.as_deref() == Some("assistant");
         let event = session.push_event(
             if assistant { "assistant" } else { "user" },
             None,
@@ -126,7 +136,9 @@ pub fn parse(name: &str, lines: Vec<Line>, parsed: &mut ParsedFile) {
                 _ => {}
             }
         }
-        session.messages.push(m);
+        if !m.blocks.is_empty() {
+            session.messages.push(m);
+        }
     }
     parsed.sessions.push(session);
 }

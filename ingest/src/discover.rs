@@ -161,12 +161,13 @@ const SKIPPED: &[&str] = &[
     "snap",
 ];
 
-/// The most folders the search for Aider's histories looks into.
-const AIDER_SEARCH_FOLDERS: usize = 20_000;
+/// The most files and folders the search for Aider's histories looks at.
+const AIDER_SEARCH_ENTRIES: usize = 200_000;
 
 /// Aider's chat histories: `$AIDER_CHAT_HISTORY_FILE`, and each `.aider.chat.history.md` in the
 /// home folder and its folders four deep (a repository's root, where Aider writes it), hidden
-/// folders and [`SKIPPED`] ones left out, at most [`AIDER_SEARCH_FOLDERS`] folders looked into.
+/// folders and [`SKIPPED`] ones left out, at most [`AIDER_SEARCH_ENTRIES`] files and folders
+/// looked at.
 /// Aider keeps no index of its histories; a repository elsewhere is ingested by naming it.
 fn aider_histories(home: Option<&Path>) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = env_dir("AIDER_CHAT_HISTORY_FILE")
@@ -176,11 +177,10 @@ fn aider_histories(home: Option<&Path>) -> Vec<PathBuf> {
     let Some(home) = home else {
         return found;
     };
-    let mut folders = 0;
+    // Unsorted, so that a folder of a million files is read only as far as the limit.
     let walk = walkdir::WalkDir::new(home)
         .max_depth(5)
         .follow_links(false)
-        .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| {
             let name = e.file_name().to_string_lossy();
@@ -188,20 +188,19 @@ fn aider_histories(home: Option<&Path>) -> Vec<PathBuf> {
                 || e.depth() == 0
                 || !(name.starts_with('.') || SKIPPED.contains(&name.as_ref()))
         });
-    for entry in walk.filter_map(Result::ok) {
-        if entry.file_type().is_dir() {
-            folders += 1;
-            if folders > AIDER_SEARCH_FOLDERS {
-                break;
-            }
-        } else if entry.file_type().is_file() && entry.file_name() == ".aider.chat.history.md" {
-            let path = entry.into_path();
-            if !found.contains(&path) {
-                found.push(path);
-            }
+    for entry in walk.filter_map(Result::ok).take(AIDER_SEARCH_ENTRIES) {
+        if entry.file_type().is_file() && entry.file_name() == ".aider.chat.history.md" {
+            found.push(entry.into_path());
         }
     }
-    found
+    // Each once (`$AIDER_CHAT_HISTORY_FILE` may name one of them, relative to the folder of
+    // the ingest), in a stable order.
+    let mut seen = std::collections::BTreeMap::new();
+    for path in found {
+        seen.entry(path.canonicalize().unwrap_or_else(|_| path.clone()))
+            .or_insert(path);
+    }
+    seen.into_values().collect()
 }
 
 /// The editors whose extensions' storage is searched for Cline-family task folders: VS Code
@@ -433,11 +432,12 @@ pub fn walk(paths: &[PathBuf]) -> Vec<Candidate> {
                         continue;
                     }
                     // A file given itself may be an Aider history under any name
-                    // (`--chat-history-file`): its content decides.
-                    let given_markdown = entry.depth() == 0
-                        && path.extension().is_some_and(|e| e == "md")
+                    // (`--chat-history-file`, `$AIDER_CHAT_HISTORY_FILE`): its content decides.
+                    let given_history = entry.depth() == 0
+                        && entry.file_type().is_file()
+                        && !is_transcript_name(&path)
                         && super::aider::is_history_file(&path);
-                    if !is_transcript_name(&path) && !given_markdown {
+                    if !is_transcript_name(&path) && !given_history {
                         continue;
                     }
                     let file_type = entry.file_type();

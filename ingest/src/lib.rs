@@ -904,35 +904,47 @@ fn file_identity(path: &Path) -> Option<String> {
 /// synced or copied folder) is one session, read from the longer copy (`other_longer`: the
 /// archived one is at least as long); so is one session of an agent's store in two places.
 /// OpenCode's JSON files and the database it migrated them into are one session too, the
-/// database's, where the agent went on; and a Cursor conversation in a `state.vscdb` and in an
-/// agent transcript, the store's, which holds more.
+/// database's, where the agent went on; and a Cursor conversation in several of Cursor's places,
+/// the fullest's ([`cursor_rank`]).
 fn keeps_copy(other: &str, name: &str, other_longer: bool) -> Option<bool> {
+    // One Cursor conversation in several places: the fullest place's.
+    if let (Some(a), Some(b)) = (cursor_rank(other), cursor_rank(name)) {
+        return Some(if a == b { other_longer } else { a > b });
+    }
     let same_file = Path::new(other).file_name() == Path::new(name).file_name();
     let same_session = sources::session_of(other).is_some()
         && sources::session_of(other) == sources::session_of(name);
-    let same_conversation =
-        conversation_of(other).is_some() && conversation_of(other) == conversation_of(name);
-    if !same_file && !same_session && !same_conversation {
+    if !same_file && !same_session {
         return None;
     }
-    let lesser = |n: &str| sources::is_files_document(n) || cursor_agent::is_transcript_path(n);
-    Some(match (lesser(other), lesser(name)) {
-        (true, false) => false,
-        (false, true) => true,
-        _ => other_longer,
-    })
+    Some(
+        match (
+            sources::is_files_document(other),
+            sources::is_files_document(name),
+        ) {
+            (true, false) => false,
+            (false, true) => true,
+            _ => other_longer,
+        },
+    )
 }
 
-/// The Cursor conversation a document holds: a store's composer (`<db>#composer:<id>`) or an
-/// agent transcript (`…/agent-transcripts/…/<id>.jsonl`).
-fn conversation_of(name: &str) -> Option<&str> {
-    sources::session_of(name)
-        .and_then(|s| s.strip_prefix("composer:"))
-        .or_else(|| {
-            cursor_agent::is_transcript_path(name)
-                .then(|| cursor_agent::id_of(name))
-                .flatten()
-        })
+/// How much of a Cursor conversation a document holds, when it is one of Cursor's: a global
+/// store's composer (bubbles with counts) 2, a workspace store's composers or tabs (2023–2024)
+/// 1, an agent transcript (no tool results, no counts) 0.
+fn cursor_rank(name: &str) -> Option<u8> {
+    if cursor_agent::is_transcript_path(name) {
+        return Some(0);
+    }
+    let (store, session) = name.rsplit_once('#')?;
+    if Path::new(store).file_name()? != "state.vscdb" {
+        return None;
+    }
+    match session {
+        s if s.starts_with("composer:") => Some(2),
+        "composers" | "tabs" => Some(1),
+        _ => None,
+    }
 }
 
 /// A re-exported document (ChatGPT, Claude.ai, Gemini JSON) replaces the conversations it still

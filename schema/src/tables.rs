@@ -914,7 +914,7 @@ const ASSERTION_UNIT: &[Column] = &[req("unit", Text, "`assertion`")];
 const SESSION_COST: &[Column] = &[opt(
     "cost_usd",
     Real,
-    "estimated cost in USD: the sum of `usage.cost_usd` over the responses the session owns; NULL when one of them has no price, 0 when it owns none",
+    "estimated cost in USD: the sum of `usage.cost_usd` over the responses the session owns; NULL when one of them has no price or is approximate (`recorded_via` `approximate`: Aider's rounded reports), 0 when it owns none",
 )];
 
 /// The hash the archive looks a response up by (bookkeeping, admin only).

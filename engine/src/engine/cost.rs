@@ -23,7 +23,7 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::catalog::Session;
-use datafusion::common::{DataFusionError, Result, internal_err};
+use datafusion::common::{DataFusionError, Result, ScalarValue, internal_err};
 use datafusion::datasource::{MemTable, TableProvider, TableType, ViewTable, provider_as_source};
 use datafusion::functions_aggregate::expr_fn::{count, sum};
 use datafusion::logical_expr::{
@@ -425,10 +425,8 @@ impl TableProvider for SessionsWithCost {
         for f in filters {
             sessions = sessions.filter(f.clone())?;
         }
-        // Approximate counts (Aider's rounded reports) are no part of a session's cost.
         let mut usage =
-            LogicalPlanBuilder::scan("usage", provider_as_source(Arc::clone(&self.usage)), None)?
-                .filter(col("recorded_via").not_eq(lit("approximate")))?;
+            LogicalPlanBuilder::scan("usage", provider_as_source(Arc::clone(&self.usage)), None)?;
         if let Some(n) = limit {
             // A few sessions (`sessions | limit 5`): read them first, then price only their
             // usage, not the whole archive's.
@@ -445,11 +443,16 @@ impl TableProvider for SessionsWithCost {
             let admitted = sessions.clone().project(vec![col("session_id")])?.build()?;
             usage = usage.filter(in_subquery(col("session_id"), Arc::new(admitted)))?;
         }
+        // Approximate counts (Aider's rounded reports) have no exact cost: a session holding
+        // them has none either (NULL, as for a response with no price), not 0.
+        let exact = when(
+            col("recorded_via").eq(lit("approximate")),
+            lit(ScalarValue::Float64(None)),
+        )
+        .otherwise(cost_expr(Part::Total, "cost_usd", &self.pricing))?
+        .alias("cost_usd");
         let costs = usage
-            .project(vec![
-                col("session_id"),
-                cost_expr(Part::Total, "cost_usd", &self.pricing),
-            ])?
+            .project(vec![col("session_id"), exact])?
             .aggregate(
                 vec![col("session_id").alias("cost_session_id")],
                 vec![
