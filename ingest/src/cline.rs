@@ -106,10 +106,7 @@ pub fn document(dir: &Path, kind: Option<Kind>) -> std::io::Result<Vec<u8>> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut out = Vec::new();
-    let mut line = |value: Value| {
-        out.extend_from_slice(value.to_string().as_bytes());
-        out.push(b'\n');
-    };
+    let mut line = |value: Value| super::sources::json_line(&mut out, &value);
     // Cline 4 writes the turns of a resumed task back after the task's own (`sdk_writeback.json`
     // says where they start); the SDK session counts them.
     let mut damaged = Vec::new();

@@ -85,10 +85,7 @@ pub fn size(dir: &Path) -> u64 {
 /// that does not read is a `damaged` line naming it.
 pub fn document(dir: &Path) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut line = |value: Value| {
-        out.extend_from_slice(value.to_string().as_bytes());
-        out.push(b'\n');
-    };
+    let mut line = |value: Value| super::sources::json_line(&mut out, &value);
     let folder = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

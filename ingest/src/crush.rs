@@ -57,10 +57,7 @@ pub fn document(conn: &Connection, session: &str) -> rusqlite::Result<Option<Vec
         return Ok(None);
     };
     let mut out = Vec::new();
-    let mut line = |value: Value| {
-        out.extend_from_slice(value.to_string().as_bytes());
-        out.push(b'\n');
-    };
+    let mut line = |value: Value| super::sources::json_line(&mut out, &value);
     line(serde_json::json!({"crush": "session", "row": row}));
     for row in super::sources::rows(
         conn,

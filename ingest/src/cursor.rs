@@ -149,10 +149,7 @@ pub fn document(
     session: &str,
 ) -> rusqlite::Result<Option<Vec<u8>>> {
     let mut out = Vec::new();
-    let mut line = |value: Value| {
-        out.extend_from_slice(value.to_string().as_bytes());
-        out.push(b'\n');
-    };
+    let mut line = |value: Value| super::sources::json_line(&mut out, &value);
     let folder = workspace_folder(store);
     let workspace = match session {
         "tabs" => Some((CHAT_KEY, "tabs", "tab", "bubbles")),

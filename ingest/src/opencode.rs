@@ -69,10 +69,7 @@ pub fn document(
         return Ok(None);
     };
     let mut out = Vec::new();
-    let mut line = |value: Value| {
-        out.extend_from_slice(value.to_string().as_bytes());
-        out.push(b'\n');
-    };
+    let mut line = |value: Value| super::sources::json_line(&mut out, &value);
     line(serde_json::json!({"opencode": "session", "agent": agent, "row": row}));
     let mut parts = conn.prepare(
         "SELECT id, message_id, data FROM part WHERE session_id = ?1 ORDER BY message_id, id",

@@ -136,10 +136,7 @@ pub fn document(store: &Path, session: &str, agent: &str) -> std::io::Result<Opt
         "time_updated": field("/time/updated"),
     });
     let mut out = Vec::new();
-    let mut line = |value: Value| {
-        out.extend_from_slice(value.to_string().as_bytes());
-        out.push(b'\n');
-    };
+    let mut line = |value: Value| super::sources::json_line(&mut out, &value);
     let mut first = serde_json::json!({"opencode": "session", "agent": agent, "row": row});
     if !info.is_object() {
         // Its fields are lost, not the session: the reader reports the file.

@@ -156,6 +156,12 @@ impl Kind {
     }
 }
 
+/// Appends `value` to a document of JSON Lines (the form every store's session takes here).
+pub fn json_line(out: &mut Vec<u8>, value: &Value) {
+    out.extend_from_slice(value.to_string().as_bytes());
+    out.push(b'\n');
+}
+
 /// Whether a database's table `table` has the column `column`.
 pub fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
     conn.query_row(
