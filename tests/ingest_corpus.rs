@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use crate::oracle;
-use crate::support::{corpus, ingest, open, scalar, table_counts};
+use crate::support::{
+    assert_numbered, corpus, ingest, open, scalar, session_numbers, table_counts,
+};
 
 #[test]
 fn whole_corpus_ingests_per_origin_and_rerun_changes_nothing() {
@@ -69,6 +71,19 @@ fn whole_corpus_ingests_per_origin_and_rerun_changes_nothing() {
     );
     assert_eq!(ingested as usize, transcripts);
     let before = table_counts(&conn);
+    assert_numbered(&conn);
+    let numbers = session_numbers(&conn);
+    // Numbered from 1 in order of arrival, one per session ingested.
+    assert_eq!(
+        numbers.len() as i64,
+        scalar(&conn, "SELECT COUNT(*) FROM sessions", [])
+    );
+    assert!(
+        numbers
+            .iter()
+            .enumerate()
+            .all(|(i, (_, n))| *n == i as i64 + 1)
+    );
     let generation = first["generation_after"].as_i64().unwrap();
     assert!(generation > 0);
 

@@ -2,7 +2,10 @@
 
 use std::io::Write;
 
-use crate::support::{generate, ingest, ingest_with, open, quarry, quarry_json, scalar};
+use crate::support::{
+    assert_numbered, generate, ingest, ingest_with, open, quarry, quarry_json, scalar,
+    session_numbers,
+};
 
 fn digest(dir: &std::path::Path) -> String {
     let mut files: Vec<_> = walkdir::WalkDir::new(dir)
@@ -107,6 +110,17 @@ fn grown_and_rewritten_files_are_brought_up_to_date() {
         .to_path_buf();
     let archive = dir.path().join("archive.db");
     ingest(&archive, &[&corpus]);
+    // Each session's number in order of arrival, which no later write of it changes.
+    let numbers = |archive: &std::path::Path| -> Vec<(String, i64)> {
+        let conn = open(archive);
+        assert_numbered(&conn);
+        session_numbers(&conn)
+    };
+    let numbered = numbers(&archive);
+    assert_eq!(
+        numbered.len() as i64,
+        scalar(&open(&archive), "SELECT COUNT(*) FROM sessions", [])
+    );
     let before = scalar(&open(&archive), "SELECT COUNT(*) FROM events_raw", []);
     let generation = scalar(
         &open(&archive),
@@ -125,6 +139,11 @@ fn grown_and_rewritten_files_are_brought_up_to_date() {
     drop(f);
     let grown = ingest(&archive, &[&corpus]);
     assert_eq!(grown["files_changed"], 1);
+    assert_eq!(
+        numbers(&archive),
+        numbered,
+        "a grown session keeps its number"
+    );
     assert_eq!(grown["generation_after"].as_i64().unwrap(), generation + 1);
     assert_eq!(
         scalar(&open(&archive), "SELECT COUNT(*) FROM events_raw", []),
@@ -153,6 +172,11 @@ fn grown_and_rewritten_files_are_brought_up_to_date() {
     ingest_with(&archive, &["--replace", file.to_str().unwrap()], &[&corpus]);
     let now = scalar(&open(&archive), "SELECT COUNT(*) FROM events_raw", []);
     assert_eq!(now, before - (lines.len() - lines.len() / 2) as i64);
+    assert_eq!(
+        numbers(&archive),
+        numbered,
+        "a replaced session keeps its number"
+    );
     // Unchanged: nothing written, generation kept.
     let again = ingest(&archive, &[&corpus]);
     assert_eq!(again["rows_written"], 0);

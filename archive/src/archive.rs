@@ -369,12 +369,91 @@ mod tests {
             conn.execute(
                 "INSERT INTO usage_records (session_id, response_key, recorded_via, input_tokens,
                      output_tokens, cache_read_tokens, cache_write_tokens, cache_write_5m_tokens,
-                     cache_write_1h_tokens, seq, key_hash)
-                 VALUES ('a', 'claude:m1', 'transcript', 0, 0, 0, 0, 0, 0, 5, ?1)",
+                     cache_write_1h_tokens, seq, key_hash, session_num)
+                 VALUES ('a', 'claude:m1', 'transcript', 0, 0, 0, 0, 0, 0, 5, ?1,
+                         (SELECT session_num FROM session_numbers WHERE session_id = 'a'))",
                 [m1],
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn version_10_numbers_sessions_in_order_of_arrival_and_keeps_every_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("archive.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.create_scalar_function(
+                crate::schema::KEY_HASH_FUNCTION,
+                1,
+                rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+                |ctx| Ok(key_hash(&ctx.get::<String>(0)?)),
+            )
+            .unwrap();
+            for migration in &MIGRATIONS[..9] {
+                conn.execute_batch(migration).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 9).unwrap();
+            // Sessions `z` then `a` (arrival order, not id order); `orphan` has rows and no
+            // session row; the source_resume row survives the table's rebuild.
+            conn.execute_batch(
+                "INSERT INTO sessions (session_id, origin, native_id, root_session_id, message_count,
+                     word_count, user_messages, authored_user_messages, assistant_messages,
+                     system_messages, tool_messages, tool_use_messages, thinking_messages,
+                     paste_messages, user_words, authored_user_words, assistant_words,
+                     input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                     source_path)
+                 VALUES ('z', 'o', 'z', 'z', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'f'),
+                        ('a', 'o', 'a', 'a', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 'f');
+                 INSERT INTO messages (message_id, session_id, position, role, type,
+                     material_origin, word_count, text, is_sidechain)
+                 VALUES ('a/1', 'a', 0, 'user', 'text', 'human', 1, 'x', 0),
+                        ('z/1', 'z', 0, 'user', 'text', 'human', 1, 'x', 0),
+                        ('a/2', 'a', 1, 'user', 'text', 'human', 1, 'x', 0);
+                 INSERT INTO turns (session_id, turn_id, committed) VALUES ('orphan', 't1', 1);
+                 INSERT INTO source_resume (path, state) VALUES ('f', '{}');",
+            )
+            .unwrap();
+        }
+        let archive = Archive::open(&path).unwrap();
+        let conn = archive.conn();
+        let pairs = |sql: &str| -> Vec<(String, i64)> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(
+            pairs("SELECT session_id, session_num FROM session_numbers ORDER BY session_num"),
+            vec![("z".into(), 1), ("a".into(), 2), ("orphan".into(), 3)]
+        );
+        assert_eq!(
+            pairs("SELECT message_id, session_num FROM messages ORDER BY message_id"),
+            vec![("a/1".into(), 2), ("a/2".into(), 2), ("z/1".into(), 1)]
+        );
+        assert_eq!(
+            pairs("SELECT turn_id, session_num FROM turns"),
+            vec![("t1".into(), 3)]
+        );
+        assert_eq!(
+            pairs("SELECT path, length(state) FROM source_resume"),
+            vec![("f".into(), 2)]
+        );
+        // A session's rows are found by its number, through the index.
+        let plan: Vec<String> = conn
+            .prepare(&format!(
+                "EXPLAIN QUERY PLAN SELECT * FROM messages WHERE {}",
+                crate::of_session("messages").unwrap()
+            ))
+            .unwrap()
+            .query_map(["a"], |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let plan = plan.join("; ");
+        assert!(plan.contains("USING INDEX messages_session"), "{plan}");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! archive stays readable by the SQLite that users have.
 
 /// The schema version an up-to-date archive records in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// The migrations, in order; migration `i` moves the archive from version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -22,7 +22,112 @@ pub const MIGRATIONS: &[&str] = &[
     MIGRATION_7,
     MIGRATION_8,
     MIGRATION_9,
+    MIGRATION_10,
 ];
+
+/// Version 10: a session's rows found by its number in order of arrival (issue 31). The
+/// indexes of the tables holding many rows per session (`messages`, `blocks`, `events_raw`,
+/// `turns`, `usage`, `usage_records`) were keyed by the session id, a random string: every
+/// session a batch wrote touched a page of each, anywhere in the file, and an ingest into a
+/// large archive read, dirtied and wrote back a page per session and index. `session_numbers`
+/// numbers each session id once, in order of arrival (never renumbered, so a session's rows keep
+/// their number across re-ingests), and those tables carry the number (`session_num`) and are
+/// indexed by it: a new session's rows append to the end of each index. Lookups by session id
+/// go through [`SESSION_NUM_OF`]. `source_resume` becomes a rowid table for the same reason: its
+/// rows (a few kilobytes of reading state per file) were stored in the order of their paths, so
+/// each file written rewrote a page anywhere in the table; now they append, and only the index
+/// of the paths takes a random entry.
+const MIGRATION_10: &str = r#"
+CREATE TABLE session_numbers (
+    session_num  INTEGER PRIMARY KEY,
+    session_id   TEXT NOT NULL UNIQUE
+);
+INSERT INTO session_numbers (session_id)
+    SELECT session_id FROM sessions WHERE session_id IS NOT NULL ORDER BY rowid;
+INSERT OR IGNORE INTO session_numbers (session_id) SELECT DISTINCT session_id FROM messages;
+INSERT OR IGNORE INTO session_numbers (session_id) SELECT DISTINCT session_id FROM blocks;
+INSERT OR IGNORE INTO session_numbers (session_id) SELECT DISTINCT session_id FROM events_raw;
+INSERT OR IGNORE INTO session_numbers (session_id) SELECT DISTINCT session_id FROM turns;
+INSERT OR IGNORE INTO session_numbers (session_id) SELECT DISTINCT session_id FROM usage;
+INSERT OR IGNORE INTO session_numbers (session_id)
+    SELECT DISTINCT session_id FROM usage_records;
+
+DROP INDEX messages_session;
+ALTER TABLE messages ADD COLUMN session_num INTEGER NOT NULL DEFAULT 0;
+UPDATE messages SET session_num =
+    (SELECT n.session_num FROM session_numbers n WHERE n.session_id = messages.session_id);
+CREATE INDEX messages_session ON messages (session_num);
+
+DROP INDEX blocks_session;
+ALTER TABLE blocks ADD COLUMN session_num INTEGER NOT NULL DEFAULT 0;
+UPDATE blocks SET session_num =
+    (SELECT n.session_num FROM session_numbers n WHERE n.session_id = blocks.session_id);
+CREATE INDEX blocks_session ON blocks (session_num);
+
+DROP INDEX events_raw_session;
+ALTER TABLE events_raw ADD COLUMN session_num INTEGER NOT NULL DEFAULT 0;
+UPDATE events_raw SET session_num =
+    (SELECT n.session_num FROM session_numbers n WHERE n.session_id = events_raw.session_id);
+CREATE INDEX events_raw_session ON events_raw (session_num);
+
+DROP INDEX turns_session;
+ALTER TABLE turns ADD COLUMN session_num INTEGER NOT NULL DEFAULT 0;
+UPDATE turns SET session_num =
+    (SELECT n.session_num FROM session_numbers n WHERE n.session_id = turns.session_id);
+CREATE INDEX turns_session ON turns (session_num);
+
+DROP INDEX usage_session;
+ALTER TABLE usage ADD COLUMN session_num INTEGER NOT NULL DEFAULT 0;
+UPDATE usage SET session_num =
+    (SELECT n.session_num FROM session_numbers n WHERE n.session_id = usage.session_id);
+CREATE INDEX usage_session ON usage (session_num);
+
+DROP INDEX usage_records_record;
+ALTER TABLE usage_records ADD COLUMN session_num INTEGER NOT NULL DEFAULT 0;
+UPDATE usage_records SET session_num =
+    (SELECT n.session_num FROM session_numbers n WHERE n.session_id = usage_records.session_id);
+CREATE UNIQUE INDEX usage_records_record ON usage_records (session_num, response_key, recorded_via);
+
+CREATE TABLE source_resume_v10 (
+    path   TEXT NOT NULL PRIMARY KEY,
+    state  TEXT NOT NULL
+);
+INSERT INTO source_resume_v10 SELECT path, state FROM source_resume;
+DROP TABLE source_resume;
+ALTER TABLE source_resume_v10 RENAME TO source_resume;
+
+DROP VIEW events;
+CREATE VIEW events AS
+    SELECT session_id, seq, type, time, surface, turn_id, payload, replaced_by, source_seqs,
+           session_num
+    FROM events_raw
+    WHERE turn_id IS NULL OR turn_committed = 1;
+"#;
+
+/// The number of the session whose id is the statement's `?1`, as a scalar subquery: what a
+/// lookup of a session's rows in a numbered table ([`quarry_schema::Table::numbered`]) compares
+/// `session_num` with (`WHERE session_num = (SELECT ...)`, which SQLite answers from the
+/// `session_num` index).
+pub const SESSION_NUM_OF: &str = "(SELECT session_num FROM session_numbers WHERE session_id = ?1)";
+
+/// The condition selecting the rows of the session `?1` in `table`: `session_num =
+/// (SELECT ...)` where the table is numbered ([`quarry_schema::Table::numbered`]), else its
+/// session column (`delegations`: `parent_session_id`) `= ?1`.
+pub fn of_session(table: &str) -> Result<String, StatementError> {
+    let def =
+        quarry_schema::table(table).ok_or_else(|| StatementError(format!("no table {table}")))?;
+    if def.numbered() {
+        return Ok(format!("session_num = {SESSION_NUM_OF}"));
+    }
+    let key = def
+        .session_key
+        .ok_or_else(|| StatementError(format!("{table} has no owning session")))?;
+    Ok(format!("{key} = ?1"))
+}
+
+/// Numbers the session `?1` (if the archive has not seen it yet): run before its rows are
+/// written; [`SESSION_NUM_OF`] then finds its number.
+pub const NUMBER_SESSION: &str = "INSERT OR IGNORE INTO session_numbers (session_id) VALUES (?1)";
 
 /// Version 9: responses looked up by a 64-bit hash of their key (issue 31). Resolving a
 /// batch's usage looks each of its responses up in `usage_records` and `usage` several times;
@@ -656,7 +761,7 @@ macro_rules! resolve_usage_from {
             "INSERT OR IGNORE INTO usage (session_id, response_key, message_id, request_id, model, input_tokens,
                                     output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
                                     cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
-                                    turn_committed, recorded_via, record_count, key_hash)
+                                    turn_committed, recorded_via, record_count, key_hash, session_num)
                  SELECT owner, response_key,
                         CASE WHEN owner = session_id THEN message_id END, request_id, model,
                         max_input, max_output, max_reasoning, max_cache_read, max_cache_write,
@@ -664,7 +769,10 @@ macro_rules! resolve_usage_from {
                         occurred_at_ms,
                         CASE WHEN owner = session_id THEN turn_id END,
                         CASE WHEN owner = session_id THEN turn_committed END,
-                        recorded_via, record_count, key_hash
+                        recorded_via, record_count, key_hash,
+                        CASE WHEN owner = session_id THEN session_num
+                             ELSE (SELECT n.session_num FROM session_numbers n
+                                   WHERE n.session_id = owner) END
              FROM (
                  SELECT q.*,
                         CASE WHEN q.recorded_via = 'progress' AND q.subagent_session_id IS NOT NULL
@@ -692,8 +800,8 @@ const AFFECTED_OWNERS: &str = "INSERT OR IGNORE INTO temp.affected_sessions
 /// for a response only progress records carry — the subagent's session when it is in the
 /// archive, else the earliest recording session; each token count is the largest over the
 /// records, and the 1-hour cache writes never exceed the total (the rest are 5-minute).
-/// The writes say `OR IGNORE` (nothing can conflict: the keys' rows were just deleted and every
-/// value is a MAX or SUM of NOT NULL columns) so that no statement journal opens: FTS5 flushes
+/// The writes say `OR IGNORE` (nothing can conflict: the keys' rows were just deleted, every
+/// value is a MAX or SUM of NOT NULL columns, and every owner is a numbered session) so that no statement journal opens: FTS5 flushes
 /// its pending index at each one.
 pub const RESOLVE_USAGE: &[&str] = &[
     AFFECTED_OWNERS,
@@ -756,7 +864,9 @@ pub const RESOLVE_USAGE: &[&str] = &[
                         AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
                    JOIN sessions t ON t.session_id = o.session_id
                    JOIN sessions s ON s.session_id = r.session_id
-                   WHERE r.session_id = a.session_id AND r.recorded_via = 'transcript'
+                   WHERE r.session_num = (SELECT n.session_num FROM session_numbers n
+                                          WHERE n.session_id = a.session_id)
+                     AND r.recorded_via = 'transcript'
                      AND (t.created_at < s.created_at
                           OR (t.created_at = s.created_at AND t.updated_at < s.updated_at))
                      AND t.parent_session_id IS NOT r.session_id
@@ -788,8 +898,10 @@ pub const RESOLVE_USAGE: &[&str] = &[
          (SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
                  COALESCE(SUM(cache_read_tokens), 0), COALESCE(SUM(cache_write_tokens), 0),
                  COALESCE(SUM(cache_write_5m_tokens), 0), COALESCE(SUM(cache_write_1h_tokens), 0)
-          FROM usage u WHERE u.session_id = sessions.session_id
-                         AND u.recorded_via <> 'approximate')
+          FROM usage u
+          WHERE u.session_num = (SELECT n.session_num FROM session_numbers n
+                                 WHERE n.session_id = sessions.session_id)
+            AND u.recorded_via <> 'approximate')
      WHERE session_id IN (SELECT session_id FROM temp.affected_sessions)",
     // The snapshot partitions of every session written, or whose usage moved, with those noted
     // before sessions were deleted (`NOTE_SESSION_PARTITION`), changed at this generation.
@@ -815,7 +927,7 @@ pub const FTS_DELETE_SESSION: &str =
             replace(replace(tool_command, 'ł', 'l'), 'Ł', 'L'),
             replace(replace(tool_path, 'ł', 'l'), 'Ł', 'L')
      FROM blocks
-     WHERE session_id = ?1
+     WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
        AND (text != '' OR COALESCE(tool_name, '') != '' OR COALESCE(tool_command, '') != ''
             OR COALESCE(tool_path, '') != '')";
 
@@ -970,7 +1082,7 @@ mod tests {
         assert_eq!(
             insert_statement("turns", &[]).unwrap(),
             "INSERT INTO turns (session_id, turn_id, started_at_ms, completed_at_ms, committed, \
-             duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+             duration_ms, session_num) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
         );
         let sql = insert_statement(
             "delegations",

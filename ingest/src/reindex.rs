@@ -189,7 +189,9 @@ fn file_lines(
     sessions: &[(String, Option<String>, Option<String>)],
 ) -> Result<Vec<u8>, IngestError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT time, payload FROM events_raw WHERE session_id = ?1 ORDER BY seq",
+        "SELECT time, payload FROM events_raw
+         WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+         ORDER BY seq",
     )?;
     let mut records: Vec<(i64, usize, usize, String)> = Vec::new();
     for (rank, (id, _, _)) in sessions.iter().enumerate() {

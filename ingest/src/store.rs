@@ -12,8 +12,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use quarry_archive::schema::FTS_DELETE_SESSION;
 use quarry_archive::{
-    AFFECTED_TABLES, NOTE_SESSION_PARTITION, RESOLVE_USAGE, bump_generation,
-    fulltext_insert_statement, insert_statement, key_hash, upsert_statement,
+    AFFECTED_TABLES, NOTE_SESSION_PARTITION, NUMBER_SESSION, RESOLVE_USAGE, SESSION_NUM_OF,
+    bump_generation, fulltext_insert_statement, insert_statement, key_hash, of_session,
+    upsert_statement,
 };
 
 use super::chunks::Chain;
@@ -215,7 +216,9 @@ fn write_continued(
     let everything = created_at != s.session.created_at;
     let from = continued.turn_usage_from.unwrap_or(continued.usage_from);
     for sql in [
-        "SELECT response_key FROM usage_records WHERE session_id = ?1 AND (seq >= ?2 OR ?3)",
+        "SELECT response_key FROM usage_records
+         WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+           AND (seq >= ?2 OR ?3)",
         "SELECT response_key FROM usage_records WHERE subagent_session_id = ?1 AND ?3",
     ] {
         let mut stmt = tx.prepare_cached(sql)?;
@@ -237,23 +240,25 @@ fn write_continued(
              SELECT DISTINCT o.session_id FROM usage_records r
              JOIN usage_records o ON o.key_hash = r.key_hash AND o.response_key = r.response_key
                   AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
-             WHERE r.session_id = ?1 AND r.recorded_via = 'transcript'",
+             WHERE r.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+               AND r.recorded_via = 'transcript'",
         )?
         .execute([sid])?;
     }
     tx.prepare_cached(NOTE_SESSION_PARTITION)?.execute([sid])?;
     tx.prepare_cached(&format!("{FTS_DELETE_SESSION} AND rowid >= ?2"))?
         .execute(params![sid, m.blocks])?;
-    for (table, key, from) in [
-        ("messages", "session_id", m.messages),
-        ("blocks", "session_id", m.blocks),
-        ("actions", "session_id", m.actions),
-        ("events_raw", "session_id", m.events),
-        ("turns", "session_id", m.turns),
-        ("delegations", "parent_session_id", m.delegations),
+    for (table, from) in [
+        ("messages", m.messages),
+        ("blocks", m.blocks),
+        ("actions", m.actions),
+        ("events_raw", m.events),
+        ("turns", m.turns),
+        ("delegations", m.delegations),
     ] {
+        let owned = of_session(table)?;
         tx.prepare_cached(&format!(
-            "DELETE FROM {table} WHERE {key} = ?1 AND rowid >= ?2"
+            "DELETE FROM {table} WHERE {owned} AND rowid >= ?2"
         ))?
         .execute(params![sid, from])?;
     }
@@ -261,8 +266,11 @@ fn write_continued(
         "DELETE FROM observed_events WHERE session_id = ?1 AND (rowid >= ?2 OR rowid = ?3)",
     )?
     .execute(params![sid, m.observed, m.session_started])?;
-    tx.prepare_cached("DELETE FROM usage_records WHERE session_id = ?1 AND seq >= ?2")?
-        .execute(params![sid, continued.usage_from as i64])?;
+    tx.prepare_cached(&format!(
+        "DELETE FROM usage_records WHERE {} AND seq >= ?2",
+        of_session("usage_records")?
+    ))?
+    .execute(params![sid, continued.usage_from as i64])?;
     for table in ["files", "context_snapshots", "runs", "sessions"] {
         tx.prepare_cached(&format!("DELETE FROM {table} WHERE session_id = ?1"))?
             .execute([sid])?;
@@ -276,13 +284,15 @@ fn write_continued(
         ] {
             tx.prepare_cached(&format!(
                 "UPDATE {table} SET turn_committed = ?4
-                 WHERE session_id = ?1 AND rowid >= ?2 AND rowid < ?3"
+                 WHERE {} AND rowid >= ?2 AND rowid < ?3",
+                of_session(table)?
             ))?
             .execute(params![sid, from, to, turn.committed])?;
         }
         tx.prepare_cached(
             "UPDATE usage_records SET turn_committed = ?4
-             WHERE session_id = ?1 AND seq >= ?2 AND seq < ?3",
+             WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+               AND seq >= ?2 AND seq < ?3",
         )?
         .execute(params![
             sid,
@@ -340,7 +350,8 @@ fn write_file_rows(
         .chain(sessions.iter().map(|s| s.session.session_id.as_str()))
     {
         for sql in [
-            "SELECT response_key FROM usage_records WHERE session_id = ?1",
+            "SELECT response_key FROM usage_records
+             WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)",
             "SELECT response_key FROM usage_records WHERE subagent_session_id = ?1",
         ] {
             let mut stmt = tx.prepare_cached(sql)?;
@@ -361,7 +372,9 @@ fn write_file_rows(
         let mut epoch_of =
             tx.prepare_cached("SELECT replacement_epoch FROM sessions WHERE session_id = ?1")?;
         let mut messages_of = tx.prepare_cached(
-            "SELECT position, event_seq FROM messages WHERE session_id = ?1 ORDER BY position",
+            "SELECT position, event_seq FROM messages
+             WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+             ORDER BY position",
         )?;
         for id in &old_ids {
             let Some(epoch) = epoch_of.query_row([id], |r| r.get(0)).optional()? else {
@@ -561,12 +574,11 @@ fn delete_sessions(tx: &Connection, ids: &[String]) -> rusqlite::Result<()> {
         // Every table whose rows a re-ingest replaces, `sessions` and `delegations` included.
         for table in quarry_schema::TABLES
             .iter()
-            .filter(|t| t.replaced_per_session)
+            .filter(|t| t.replaced_per_session && t.session_key.is_some())
         {
-            if let Some(key) = table.session_key {
-                tx.prepare_cached(&format!("DELETE FROM {} WHERE {key} = ?1", table.name))?
-                    .execute([id])?;
-            }
+            let owned = of_session(table.name)?;
+            tx.prepare_cached(&format!("DELETE FROM {} WHERE {owned}", table.name))?
+                .execute([id])?;
         }
     }
     Ok(())
@@ -592,6 +604,11 @@ fn insert_session(
             *slot = tx.last_insert_rowid();
         }
     };
+    // The session's number (its own since it was first seen): the numbered tables' rows carry it.
+    tx.prepare_cached(NUMBER_SESSION)?.execute([sid])?;
+    let num: i64 = tx
+        .prepare_cached(&format!("SELECT {SESSION_NUM_OF}"))?
+        .query_row([sid], |r| r.get(0))?;
     // `tags` mirrors the session's active tag assertions (they outlive re-ingest).
     tx.prepare_cached(&insert_statement(
         "sessions",
@@ -674,6 +691,7 @@ fn insert_session(
             m.tokens.map(|t| t.cache_write_1h),
             m.hidden,
             m.event_seq,
+            num,
         ])?;
         mark(&mut marks.messages, i >= at.message);
         mark(
@@ -701,6 +719,7 @@ fn insert_session(
             d.is_error,
             d.exit_code,
             b.occurred_at_ms,
+            num,
         ])?;
         mark(&mut marks.blocks, after(&b.message_id));
         let indexed = [
@@ -856,7 +875,8 @@ fn insert_session(
             s.turn_committed(e.turn),
             e.event.payload,
             e.event.replaced_by.map(|i| i as i64),
-            source_seqs(&e.event.sources)
+            source_seqs(&e.event.sources),
+            num,
         ])?;
         mark(&mut marks.events, i >= at.event);
         mark(
@@ -875,7 +895,8 @@ fn insert_session(
             t.committed,
             t.completed_at_ms
                 .zip(t.started_at_ms)
-                .map(|(end, start)| end - start)
+                .map(|(end, start)| end - start),
+            num,
         ])?;
         mark(&mut marks.turns, i >= at.turn);
     }
@@ -901,7 +922,8 @@ fn insert_session(
             s.turn_id(u.turn),
             s.turn_committed(u.turn),
             u.seq,
-            key_hash(&u.response_key)
+            key_hash(&u.response_key),
+            num,
         ])?;
     }
     Ok((s.row_count(), cut.map(|_| marks)))

@@ -200,7 +200,8 @@ pub fn read(
     let mut stmt = conn
         .prepare_cached(
             "SELECT payload, source_seqs FROM events_raw
-             WHERE session_id = ?1 AND rowid >= ?2 ORDER BY seq",
+             WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+               AND rowid >= ?2 ORDER BY seq",
         )
         .map_err(sql)?;
     let archived: Vec<(String, Option<String>)> = stmt
@@ -329,7 +330,8 @@ fn check_opened(
 ) -> Result<bool, rusqlite::Error> {
     let mut stmt = conn.prepare_cached(
         "SELECT seq FROM usage_records
-         WHERE session_id = ?1 AND response_key = ?2 AND recorded_via = ?3",
+         WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+           AND response_key = ?2 AND recorded_via = ?3",
     )?;
     for (key, via) in opened {
         let seq: Option<i64> = stmt

@@ -47,6 +47,13 @@ fn archive(n: i64) -> (tempfile::TempDir, std::path::PathBuf) {
             ])
             .unwrap();
         }
+        // Numbered as the ingest numbers them (the provider finds a session's rows by number).
+        tx.execute_batch(
+            "INSERT INTO session_numbers (session_id) SELECT DISTINCT session_id FROM messages;
+             UPDATE messages SET session_num =
+                 (SELECT session_num FROM session_numbers n WHERE n.session_id = messages.session_id);",
+        )
+        .unwrap();
     }
     tx.commit().unwrap();
     (dir, path)
@@ -127,6 +134,23 @@ async fn counts_and_filters_match_sqlite_across_partitions() {
                 "SELECT SUM(word_count) FROM messages",
                 "SELECT SUM(word_count) FROM messages",
             ),
+            // A session's rows, found by the session's number (the scan's own rewrite).
+            (
+                "SELECT COUNT(*) FROM messages WHERE session_id = 's3'",
+                "SELECT COUNT(*) FROM messages WHERE session_id = 's3'",
+            ),
+            (
+                "SELECT SUM(word_count) FROM messages WHERE session_id IN ('s1', 's12', 'none')",
+                "SELECT SUM(word_count) FROM messages WHERE session_id IN ('s1', 's12', 'none')",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE session_id = 'none'",
+                "SELECT COUNT(*) FROM messages WHERE session_id = 'none'",
+            ),
+            (
+                "SELECT COUNT(*) FROM messages WHERE session_id <> 's3' AND session_id NOT IN ('s4')",
+                "SELECT COUNT(*) FROM messages WHERE session_id <> 's3' AND session_id NOT IN ('s4')",
+            ),
             (
                 "SELECT COUNT(DISTINCT session_id) FROM messages WHERE upper(text) LIKE '%ÜNÏCODE'",
                 "SELECT COUNT(DISTINCT session_id) FROM messages",
@@ -163,6 +187,21 @@ async fn plan_shows_projection_filter_and_limit_in_the_scan() {
         "{scan}"
     );
     assert!(scan.contains("limit=5"), "{scan}");
+    // A session's rows are found by its number, through the index.
+    let plan = ctx
+        .sql("EXPLAIN SELECT message_id FROM messages WHERE session_id = 's3'")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let text = pretty_format_batches(&plan).unwrap().to_string();
+    assert!(
+        text.contains(
+            "\"session_num\" IN (SELECT session_num FROM session_numbers WHERE session_id = ?)"
+        ),
+        "{text}"
+    );
     assert!(
         !scan.contains("text"),
         "only the needed columns are read: {scan}"

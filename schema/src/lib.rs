@@ -369,6 +369,13 @@ impl Table {
         columns.iter().map(|c| c.name)
     }
 
+    /// Whether the table finds a session's rows by its number in order of arrival
+    /// ([`SESSION_NUM`], from `session_numbers`) rather than by the session id: the tables whose
+    /// rows are many, so that a new session's rows append to the end of their index.
+    pub fn numbered(&self) -> bool {
+        self.session_key.is_some() && self.column(SESSION_NUM).is_some()
+    }
+
     /// Whether every scope may read the table: a public table or view of the catalog (not
     /// bookkeeping, not a full-text index).
     pub fn is_visible_to_readers(&self) -> bool {
@@ -395,6 +402,9 @@ impl Table {
         columns.iter().filter(|c| c.ty == ColumnType::Time)
     }
 }
+
+/// The column holding the owning session's number in order of arrival (see [`Table::numbered`]).
+pub const SESSION_NUM: &str = "session_num";
 
 /// The table (or view, or index) called `name` (SQL name, underscores).
 pub fn table(name: &str) -> Option<&'static Table> {

@@ -88,6 +88,7 @@ pub const TABLES: &[Table] = &[
     SOURCE_FILES,
     SOURCE_RESUME,
     SNAPSHOT_CHANGES,
+    SESSION_NUMBERS,
     USAGE_RECORDS,
     BLOCKS_FTS,
 ];
@@ -321,6 +322,7 @@ const MESSAGES: Table = Table {
             Integer,
             "the seq of the source record it was read from (the first, when several records make one response)",
         ),
+        SESSION_NUM,
     ],
     key: &["message_id"],
     session_key: Some("session_id"),
@@ -376,6 +378,7 @@ const BLOCKS: Table = Table {
             "exit code the result states (`Exit code N`, `Process exited with code N`, Codex metadata)",
         ),
         opt("occurred_at_ms", Time, "time of its message"),
+        SESSION_NUM,
     ],
     key: &["block_id"],
     session_key: Some("session_id"),
@@ -797,6 +800,7 @@ const EVENTS: Table = Table {
         EVENTS_PAYLOAD,
         EVENTS_REPLACED_BY,
         EVENTS_SOURCE_SEQS,
+        SESSION_NUM,
     ],
     key: &["session_id", "seq"],
     session_key: Some("session_id"),
@@ -825,6 +829,7 @@ const EVENTS_RAW: Table = Table {
         EVENTS_PAYLOAD,
         EVENTS_REPLACED_BY,
         EVENTS_SOURCE_SEQS,
+        SESSION_NUM,
     ],
     key: &["session_id", "seq"],
     session_key: Some("session_id"),
@@ -856,6 +861,7 @@ const TURNS: Table = Table {
             Integer,
             "`completed_at_ms - started_at_ms`: from the prompt to the turn's completion (NULL while either is unknown)",
         ),
+        SESSION_NUM,
     ],
     key: &["session_id", "turn_id"],
     session_key: Some("session_id"),
@@ -927,6 +933,17 @@ const KEY_HASH: Column = Column {
     )
 };
 
+/// The owning session's number in order of arrival (bookkeeping, admin only): what the archive
+/// finds a session's rows by, so that a new session's rows append to the index's end.
+const SESSION_NUM: Column = Column {
+    visibility: AdminOnly,
+    ..req(
+        "session_num",
+        Integer,
+        "the owning session's number in order of arrival (`session_numbers`): what the archive finds the session's rows by (bookkeeping)",
+    )
+};
+
 const USAGE: Table = Table {
     name: "usage",
     doc: "one billed model response, counted once across the whole archive (see docs/accounting.md)",
@@ -995,6 +1012,7 @@ const USAGE: Table = Table {
             "how many records carry the response across the archive, one per session and kind (1 unless replayed, resumed, forked, copied or streamed into a parent)",
         ),
         KEY_HASH,
+        SESSION_NUM,
     ],
     key: &["response_key"],
     session_key: Some("session_id"),
@@ -1044,6 +1062,7 @@ const USAGE_RECORDS: Table = Table {
         opt("turn_committed", Boolean, "whether that turn is committed"),
         req("seq", Integer, "order within the session"),
         KEY_HASH,
+        SESSION_NUM,
     ],
     key: &["session_id", "response_key", "recorded_via"],
     session_key: Some("session_id"),
@@ -1092,6 +1111,25 @@ const SOURCE_RESUME: Table = Table {
         ),
     ],
     key: &["path"],
+    session_key: None,
+    links: &[],
+    time_column: None,
+    fulltext: &[],
+    visibility: AdminOnly,
+    replaced_per_session: false,
+    computed: &[],
+    author_private: None,
+};
+
+const SESSION_NUMBERS: Table = Table {
+    name: "session_numbers",
+    doc: "each session id the archive has seen, numbered in order of arrival (never renumbered): the tables with a `session_num` column find a session's rows by it",
+    kind: TableKind::Bookkeeping,
+    columns: &[
+        opt("session_num", Integer, "the number, from 1"),
+        req("session_id", Text, "the session"),
+    ],
+    key: &["session_num"],
     session_key: None,
     links: &[],
     time_column: None,

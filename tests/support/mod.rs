@@ -52,6 +52,35 @@ pub fn quarry_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// SQL taking an archive of schema version 10 back to version 9: the session numbers removed
+/// and the per-session indexes keyed by the session id again (`user_version` is left to the
+/// caller).
+pub const UNDO_VERSION_10: &str = "DROP VIEW events;
+     DROP INDEX messages_session;
+     ALTER TABLE messages DROP COLUMN session_num;
+     CREATE INDEX messages_session ON messages (session_id);
+     DROP INDEX blocks_session;
+     ALTER TABLE blocks DROP COLUMN session_num;
+     CREATE INDEX blocks_session ON blocks (session_id);
+     DROP INDEX events_raw_session;
+     ALTER TABLE events_raw DROP COLUMN session_num;
+     CREATE INDEX events_raw_session ON events_raw (session_id);
+     DROP INDEX turns_session;
+     ALTER TABLE turns DROP COLUMN session_num;
+     CREATE INDEX turns_session ON turns (session_id);
+     DROP INDEX usage_session;
+     ALTER TABLE usage DROP COLUMN session_num;
+     CREATE INDEX usage_session ON usage (session_id);
+     DROP INDEX usage_records_record;
+     ALTER TABLE usage_records DROP COLUMN session_num;
+     CREATE UNIQUE INDEX usage_records_record
+         ON usage_records (session_id, response_key, recorded_via);
+     CREATE VIEW events AS
+         SELECT session_id, seq, type, time, surface, turn_id, payload, replaced_by, source_seqs
+         FROM events_raw
+         WHERE turn_id IS NULL OR turn_committed = 1;
+     DROP TABLE session_numbers;";
+
 /// SQL taking an archive of schema version 8 back to version 7: the chunk chain's columns and
 /// the resume states removed (`user_version` is left to the caller).
 pub const UNDO_VERSION_8: &str = "ALTER TABLE source_files DROP COLUMN chunks;
@@ -149,6 +178,49 @@ pub fn table_counts(conn: &rusqlite::Connection) -> Vec<(String, i64)> {
             )
         })
         .collect()
+}
+
+/// Asserts that every row of every numbered table carries its session's number
+/// (`session_numbers`), and that each number names one session.
+pub fn assert_numbered(conn: &rusqlite::Connection) {
+    for table in quarry_schema::TABLES.iter().filter(|t| t.numbered()) {
+        let wrong = scalar(
+            conn,
+            &format!(
+                "SELECT COUNT(*) FROM {} t WHERE t.session_num IS NOT
+                     (SELECT n.session_num FROM session_numbers n WHERE n.session_id = t.session_id)",
+                table.name
+            ),
+            [],
+        );
+        assert_eq!(
+            wrong, 0,
+            "{}: rows without their session's number",
+            table.name
+        );
+    }
+    let numbers = scalar(
+        conn,
+        "SELECT COUNT(DISTINCT session_num) FROM session_numbers",
+        [],
+    );
+    let ids = scalar(
+        conn,
+        "SELECT COUNT(DISTINCT session_id) FROM session_numbers",
+        [],
+    );
+    let all = scalar(conn, "SELECT COUNT(*) FROM session_numbers", []);
+    assert_eq!((numbers, ids), (all, all), "session numbers one to one");
+}
+
+/// Each session id with its number (`session_numbers`), in the numbers' order.
+pub fn session_numbers(conn: &rusqlite::Connection) -> Vec<(String, i64)> {
+    conn.prepare("SELECT session_id, session_num FROM session_numbers ORDER BY session_num")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
 
 /// A runtime with two workers, as on the CI machine.

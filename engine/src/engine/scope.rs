@@ -249,7 +249,9 @@ fn hidden_messages(
             PARTITION.replace("created_at", "s.created_at")
         ),
         Some(_) => format!(
-            "SELECT {}, m.message_id FROM sessions s CROSS JOIN messages m ON m.session_id = s.session_id{filter} AND m.hidden",
+            "SELECT {}, m.message_id FROM sessions s \
+             CROSS JOIN session_numbers n ON n.session_id = s.session_id \
+             CROSS JOIN messages m ON m.session_num = n.session_num{filter} AND m.hidden",
             PARTITION.replace("created_at", "s.created_at")
         ),
     };

@@ -275,7 +275,8 @@ async fn evidence(
     let call_at = match text("parent_message_id") {
         Some(m) => {
             position(format!(
-                "SELECT position FROM messages WHERE message_id = {}",
+                "SELECT position FROM messages WHERE session_id = {} AND message_id = {}",
+                literal(&parent),
                 literal(&m)
             ))
             .await?
@@ -284,8 +285,8 @@ async fn evidence(
     };
     let result_at = position(format!(
         "SELECT m.position FROM blocks b JOIN messages m ON m.message_id = b.message_id \
-         WHERE b.session_id = {} AND b.type = 'tool_result' AND b.tool_id = {} \
-         ORDER BY m.position LIMIT 1",
+         WHERE b.session_id = {0} AND m.session_id = {0} AND b.type = 'tool_result' \
+         AND b.tool_id = {1} ORDER BY m.position LIMIT 1",
         literal(&parent),
         literal(&tool_id)
     ))

@@ -92,7 +92,7 @@ impl Reader {
         let rows: BTreeMap<i64, Row> = conn
             .prepare_cached(&format!(
                 "SELECT seq, type, time, surface, replaced_by, source_seqs FROM {table} \
-                 WHERE session_id = ?1 ORDER BY seq"
+                 WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1) ORDER BY seq"
             ))
             .and_then(|mut s| {
                 s.query_map(params![id], |r| {

@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use quarry_archive::SESSION_NUM_OF;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
@@ -206,12 +207,12 @@ impl Reader {
         let sql = match parsed_kind {
             Some(super::RefKind::Message) => {
                 "SELECT session_id, message_id, position, hidden FROM messages \
-                 WHERE session_id = ?2 AND message_id = ?1"
+                 WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?2) AND message_id = ?1"
             }
             Some(super::RefKind::Block) => {
                 "SELECT m.session_id, m.message_id, m.position, m.hidden FROM blocks b \
-                 JOIN messages m ON m.session_id = b.session_id AND m.message_id = b.message_id \
-                 WHERE b.session_id = ?2 AND b.block_id = ?1"
+                 JOIN messages m ON m.session_num = b.session_num AND m.message_id = b.message_id \
+                 WHERE b.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?2) AND b.block_id = ?1"
             }
             _ => {
                 return Err(Error::BadRequest(format!(
@@ -294,7 +295,8 @@ impl Reader {
         let mut messages: Vec<TranscriptMessage> = conn
             .prepare_cached(&format!(
                 "SELECT message_id, position, role, occurred_at_ms, model FROM messages \
-                 WHERE session_id = ?1 AND position > ?2{hidden} ORDER BY position LIMIT ?3"
+                 WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1) \
+                 AND position > ?2{hidden} ORDER BY position LIMIT ?3"
             ))
             .and_then(|mut s| {
                 s.query_map(params![id, after, take], |r| {
@@ -327,7 +329,8 @@ impl Reader {
                        AND parent_session_id = b.session_id \
                        AND delegation_id = b.session_id || '/' || b.tool_id \
                        ORDER BY mapping_state = 'resolved' DESC, rowid LIMIT 1) \
-                     WHERE b.session_id = ?1 ORDER BY b.message_id, b.position",
+                     WHERE b.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1) \
+                     ORDER BY b.message_id, b.position",
                 )
                 .map_err(failed)?;
             let wanted: HashSet<&str> = messages.iter().map(|m| m.message_id.as_str()).collect();
@@ -390,7 +393,8 @@ impl Reader {
             -1 => None,
             _ => conn
                 .prepare_cached(
-                    "SELECT occurred_at_ms FROM messages WHERE session_id = ?1 AND position = ?2",
+                    "SELECT occurred_at_ms FROM messages \
+                     WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1) AND position = ?2",
                 )
                 .and_then(|mut s| s.query_row(params![id, after], |r| r.get::<_, Option<i64>>(0)))
                 .optional()
@@ -463,7 +467,9 @@ impl Reader {
             return Ok((None, Some(Omitted::ShownAbove)));
         }
         let messages: i64 = conn
-            .prepare_cached("SELECT count(*) FROM messages WHERE session_id = ?1")
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM messages WHERE session_num = {SESSION_NUM_OF}"
+            ))
             .and_then(|mut s| s.query_row([child], |r| r.get(0)))
             .map_err(|e| self.failed(e))?;
         if messages as usize > nesting.budget {

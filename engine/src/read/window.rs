@@ -175,7 +175,8 @@ impl Reader {
         let mut stmt = conn
             .prepare_cached(&format!(
                 "SELECT seq, type, time, surface, turn_id, {payload} FROM {table} \
-                 WHERE session_id = ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq"
+                 WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1) \
+                 AND seq BETWEEN ?2 AND ?3 ORDER BY seq"
             ))
             .map_err(|e| self.failed(e))?;
         let events: Vec<SessionEvent> = stmt
@@ -226,7 +227,8 @@ impl Reader {
         let message = message.strip_prefix("message:").unwrap_or(message);
         let found: Option<(Option<i64>, bool)> = conn
             .prepare_cached(
-                "SELECT event_seq, hidden FROM messages WHERE message_id = ?1 AND session_id = ?2",
+                "SELECT event_seq, hidden FROM messages WHERE message_id = ?1 \
+                 AND session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?2)",
             )
             .and_then(|mut s| {
                 s.query_row(params![message, id], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -266,7 +268,8 @@ impl Reader {
         let messages: Vec<(i64, String, String)> = conn
             .prepare_cached(&format!(
                 "SELECT m.event_seq, m.message_id, m.role FROM messages m \
-                 WHERE m.session_id = ?1 AND m.event_seq BETWEEN ?2 AND ?3{hidden} \
+                 WHERE m.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1) \
+                 AND m.event_seq BETWEEN ?2 AND ?3{hidden} \
                  ORDER BY m.position"
             ))
             .and_then(|mut s| {
@@ -286,7 +289,8 @@ impl Reader {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT message_id, type, COALESCE(NULLIF(text, ''), tool_command, tool_path, ''), \
-                 tool_name FROM blocks WHERE session_id = ?1 ORDER BY message_id, position",
+                 tool_name FROM blocks WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1) \
+                 ORDER BY message_id, position",
             )
             .map_err(failed)?;
         let mut rows = stmt.query([id]).map_err(failed)?;

@@ -377,7 +377,7 @@ fn each_match(
         ""
     };
     let session_filter = if narrowing.session.is_some() {
-        " AND b.session_id = ?4"
+        " AND b.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?4)"
     } else {
         ""
     };
@@ -647,7 +647,8 @@ pub fn scope_totals(
 ) -> rusqlite::Result<(i64, i64)> {
     let mut stmt = conn.prepare_cached(
         "SELECT b.message_id, d.sz, b.text, b.tool_command FROM blocks b INDEXED BY blocks_session \
-         CROSS JOIN blocks_fts_docsize d ON d.id = b.rowid WHERE b.session_id = ?1",
+         CROSS JOIN blocks_fts_docsize d ON d.id = b.rowid \
+         WHERE b.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)",
     )?;
     let (mut rows, mut tokens) = (0i64, 0i64);
     for session in sessions {
@@ -669,7 +670,9 @@ pub fn scope_totals(
 /// The system messages of the archive (no lexical lane ranks them as dialogue).
 pub fn system_messages(conn: &Connection) -> rusqlite::Result<HashSet<String>> {
     let mut stmt = conn.prepare(
-        "SELECT m.message_id FROM sessions s CROSS JOIN messages m ON m.session_id = s.session_id \
+        "SELECT m.message_id FROM sessions s \
+         CROSS JOIN session_numbers n ON n.session_id = s.session_id \
+         CROSS JOIN messages m ON m.session_num = n.session_num \
          WHERE s.system_messages > 0 AND m.role = 'system'",
     )?;
     let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
@@ -765,7 +768,8 @@ pub fn message_facts(
     message: &str,
 ) -> rusqlite::Result<Option<(String, Option<i64>)>> {
     conn.prepare_cached(
-        "SELECT role, occurred_at_ms FROM messages WHERE session_id = ?1 AND message_id = ?2",
+        "SELECT role, occurred_at_ms FROM messages \
+         WHERE session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1) AND message_id = ?2",
     )?
     .query_row(params![session, message], |r| Ok((r.get(0)?, r.get(1)?)))
     .optional()

@@ -634,8 +634,10 @@ fn read_archive(
         };
         let select = format!("SELECT {columns} FROM \"{}\"", job.table.name);
         match job.table.session_key {
-            Some(key) => {
-                let mut stmt = conn.prepare(&format!("{select} WHERE \"{key}\" = ?1"))?;
+            Some(_) => {
+                let owned = quarry_archive::of_session(job.table.name)
+                    .map_err(|e| SnapshotError::Internal(e.to_string()))?;
+                let mut stmt = conn.prepare(&format!("{select} WHERE {owned}"))?;
                 for id in sessions.get(&job.partition).into_iter().flatten() {
                     if !drain(stmt.query([id])?, &mut batch)? {
                         return Ok(());

@@ -82,8 +82,8 @@ fn translate(
             | Operator::LtEq
             | Operator::Gt
             | Operator::GtEq => exact(
-                comparison(&b.left, b.op, &b.right, schema, params)
-                    .or_else(|| comparison(&b.right, flip(b.op)?, &b.left, schema, params)),
+                comparison(&b.left, b.op, &b.right, table, schema, params)
+                    .or_else(|| comparison(&b.right, flip(b.op)?, &b.left, table, schema, params)),
             ),
             _ => None,
         },
@@ -109,6 +109,11 @@ fn translate(
             }
             let marks = vec!["?"; values.len()].join(", ");
             params.extend(values);
+            if !list.negated
+                && let Some(num) = by_number(&col, table)
+            {
+                return Some((format!("({num} IN ({marks})))"), true));
+            }
             let not = if list.negated { "NOT " } else { "" };
             Some((format!("({col} {not}IN ({marks}))"), true))
         }
@@ -214,11 +219,18 @@ fn comparison(
     left: &Expr,
     op: Operator,
     right: &Expr,
+    table: &str,
     schema: &SchemaRef,
     params: &mut Vec<Value>,
 ) -> Option<String> {
     let (col, data_type) = column(left, schema)?;
     let value = literal(right, &data_type)?;
+    if op == Operator::Eq
+        && let Some(num) = by_number(&col, table)
+    {
+        params.push(value);
+        return Some(format!("({num} = ?))"));
+    }
     let sql_op = match op {
         Operator::Eq => "=",
         Operator::NotEq => "!=",
@@ -230,6 +242,22 @@ fn comparison(
     };
     params.push(value);
     Some(format!("({col} {sql_op} ?)"))
+}
+
+/// For the session id column of a numbered table ([`quarry_schema::Table::numbered`]), the
+/// start of the condition that finds the rows by the session's number instead (through its
+/// index): `"session_num" IN (SELECT session_num FROM session_numbers WHERE session_id`, to be
+/// followed by ` = ?)` or ` IN (...))`. Session ids and numbers are one to one, so it selects
+/// exactly the rows the id would.
+fn by_number(col: &str, table: &str) -> Option<String> {
+    let def = quarry_schema::table(table)?;
+    if !def.numbered() || def.session_key.map(|k| format!("\"{k}\"")) != Some(col.to_string()) {
+        return None;
+    }
+    Some(format!(
+        "\"{}\" IN (SELECT session_num FROM session_numbers WHERE session_id",
+        quarry_schema::SESSION_NUM
+    ))
 }
 
 /// A bare column of the table: its quoted name and type. A time column cast to `Int64` or to a
@@ -310,6 +338,45 @@ mod tests {
                 true,
             ),
         ]))
+    }
+
+    #[test]
+    fn a_session_id_of_a_numbered_table_is_looked_up_by_its_number() {
+        let s = Arc::new(Schema::new(vec![Field::new(
+            "session_id",
+            DataType::Utf8,
+            false,
+        )]));
+        let sql = |e: Expr, table: &str| classify(&e, table, &s).map(|p| (p.sql, p.params.len()));
+        let by = "\"session_num\" IN (SELECT session_num FROM session_numbers WHERE session_id";
+        assert_eq!(
+            sql(col("session_id").eq(lit("s1")), "messages"),
+            Some((format!("({by} = ?))"), 1))
+        );
+        assert_eq!(
+            sql(lit("s1").eq(col("session_id")), "blocks"),
+            Some((format!("({by} = ?))"), 1))
+        );
+        assert_eq!(
+            sql(
+                col("session_id").in_list(vec![lit("a"), lit("b")], false),
+                "events"
+            ),
+            Some((format!("({by} IN (?, ?)))"), 2))
+        );
+        // Not numbered, or not an equality: the column itself.
+        assert_eq!(
+            sql(col("session_id").eq(lit("s1")), "sessions"),
+            Some(("(\"session_id\" = ?)".into(), 1))
+        );
+        assert_eq!(
+            sql(col("session_id").not_eq(lit("s1")), "messages"),
+            Some(("(\"session_id\" != ?)".into(), 1))
+        );
+        assert_eq!(
+            sql(col("session_id").in_list(vec![lit("a")], true), "messages"),
+            Some(("(\"session_id\" NOT IN (?))".into(), 1))
+        );
     }
 
     #[test]
