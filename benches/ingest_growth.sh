@@ -12,6 +12,8 @@
 #     the moment its last byte was handed to the writer; the last chunk ends when the command
 #     returns). Then one more chunk is ingested by a command of its own (the daily case on the
 #     whole archive).
+#     Last, the first chunk alone into a new archive (the line `alone`): the rate to take the
+#     growth ratios against, from the same run.
 #
 # Prints one line per chunk: messages in the archive after it, the chunk's input MB, seconds,
 # MB/s, peak RSS MB (of the command that read it), archive MB, archive bytes per message.
@@ -110,3 +112,24 @@ mb = summary["bytes"] / 1e6
 print(f"{total:<12} {mb:>10.1f} {secs:>8.1f} {mb / secs:>8.1f} {rss / 1024:>12.1f} {size / 1e6:>11.1f} {size / total:>9.0f}")
 PY
 done
+# With --one, the first chunk once more, alone into a new archive by its own command, after the
+# large archive is removed: the rate the growth ratios are taken against, measured in the same
+# run (the machine's speed varies between sittings; docs/benchmarks.md, "Ingest").
+if [ -n "$one" ]; then
+  rm -f "$work"/archive.db*
+  corpus="$work/gen-1"
+  "$bin" gen --lean --messages "$messages" --seed 1 --out "$corpus" >/dev/null
+  cold
+  /usr/bin/time -f '%e %M' -o "$work/time" "$bin" --archive "$work/alone.db" --format json \
+    ingest --no-progress "$corpus" > "$work/summary.json"
+  rm -rf "$corpus"
+  read -r secs rss_kb < "$work/time"
+  python3 - "$work/summary.json" "$secs" "$rss_kb" "$work/alone.db" "$messages" <<'PY'
+import json, os, sys
+summary, secs, rss, db = json.load(open(sys.argv[1])), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+n = int(sys.argv[5])
+size = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
+mb = summary["bytes"] / 1e6
+print(f"{'alone':<12} {mb:>10.1f} {secs:>8.1f} {mb / secs:>8.1f} {rss / 1024:>12.1f} {size / 1e6:>11.1f} {size / n:>9.0f}")
+PY
+fi
