@@ -12,8 +12,9 @@
 #     the moment its last byte was handed to the writer; the last chunk ends when the command
 #     returns). Then one more chunk is ingested by a command of its own (the daily case on the
 #     whole archive).
-#     Last, the first chunk alone into a new archive (the line `alone`): the rate to take the
-#     growth ratios against, from the same run.
+#     The first chunk is also ingested alone into a new archive, before the long command and
+#     again at the end (the lines `alone-before` and `alone-after`): the rate to take the growth
+#     ratios against, from the same run, twice because the machine's speed drifts within a run.
 #
 # Prints one line per chunk: messages in the archive after it, the chunk's input MB, seconds,
 # MB/s, peak RSS MB (of the command that read it), archive MB, archive bytes per message.
@@ -41,6 +42,27 @@ cold() { # empties the OS page cache when asked to (QUARRY_DROP_CACHES=1)
     exit 1
   fi
 }
+# Prints one line for the command just timed ($work/time, $work/summary.json): label $1, $2
+# messages in the archive $3 (for bytes per message).
+report() {
+  read -r secs rss_kb < "$work/time"
+  python3 - "$1" "$2" "$work/summary.json" "$secs" "$rss_kb" "$3" <<'PY'
+import json, os, sys
+label, n, summary, secs, rss, db = sys.argv[1], int(sys.argv[2]), json.load(open(sys.argv[3])), float(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+size = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
+mb = summary["bytes"] / 1e6
+print(f"{label:<12} {mb:>10.1f} {secs:>8.1f} {mb / secs:>8.1f} {rss / 1024:>12.1f} {size / 1e6:>11.1f} {size / n:>9.0f}")
+PY
+}
+# The first chunk (generated into $work/gen-1) ingested alone into a new archive by its own
+# command, cold; prints the line `alone-$1` and removes that archive.
+alone() {
+  cold
+  /usr/bin/time -f '%e %M' -o "$work/time" "$bin" --archive "$work/alone.db" --format json \
+    ingest --no-progress "$work/gen-1" > "$work/summary.json"
+  report "alone-$1" "$messages" "$work/alone.db"
+  rm -f "$work"/alone.db*
+}
 printf '%-12s %10s %8s %8s %12s %11s %9s\n' messages input_MB seconds MB/s peak_RSS_MB archive_MB B/message
 if [ -n "$one" ]; then
   dirs=()
@@ -49,6 +71,7 @@ if [ -n "$one" ]; then
     dirs+=("$work/gen-$k")
     du -sb --apparent-size "$work/gen-$k" | cut -f1 >> "$work/sizes"
   done
+  alone before
   cold
   /usr/bin/time -f '%e %M' -o "$work/time" "$bin" --archive "$work/archive.db" --format json \
     ingest --progress-lines "${dirs[@]}" > "$work/summary.json" 2> "$work/progress"
@@ -103,33 +126,13 @@ for k in $(seq "$first" "$last"); do
     ingest --no-progress "$corpus" > "$work/summary.json"
   rm -rf "$corpus"
   total=$((total + messages))
-  read -r secs rss_kb < "$work/time"
-  python3 - "$total" "$work/summary.json" "$secs" "$rss_kb" "$work/archive.db" <<'PY'
-import json, os, sys
-total, summary, secs, rss, db = int(sys.argv[1]), json.load(open(sys.argv[2])), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-size = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
-mb = summary["bytes"] / 1e6
-print(f"{total:<12} {mb:>10.1f} {secs:>8.1f} {mb / secs:>8.1f} {rss / 1024:>12.1f} {size / 1e6:>11.1f} {size / total:>9.0f}")
-PY
+  report "$total" "$total" "$work/archive.db"
 done
-# With --one, the first chunk once more, alone into a new archive by its own command, after the
-# large archive is removed: the rate the growth ratios are taken against, measured in the same
-# run (the machine's speed varies between sittings; docs/benchmarks.md, "Ingest").
+# With --one, the first chunk alone again, once the large archive is removed: the rate the growth
+# ratios are taken against, measured before and after in the same run (the machine's speed
+# varies within a sitting; docs/benchmarks.md, "Ingest").
 if [ -n "$one" ]; then
   rm -f "$work"/archive.db*
-  corpus="$work/gen-1"
-  "$bin" gen --lean --messages "$messages" --seed 1 --out "$corpus" >/dev/null
-  cold
-  /usr/bin/time -f '%e %M' -o "$work/time" "$bin" --archive "$work/alone.db" --format json \
-    ingest --no-progress "$corpus" > "$work/summary.json"
-  rm -rf "$corpus"
-  read -r secs rss_kb < "$work/time"
-  python3 - "$work/summary.json" "$secs" "$rss_kb" "$work/alone.db" "$messages" <<'PY'
-import json, os, sys
-summary, secs, rss, db = json.load(open(sys.argv[1])), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-n = int(sys.argv[5])
-size = sum(os.path.getsize(p) for p in (db, db + "-wal") if os.path.exists(p))
-mb = summary["bytes"] / 1e6
-print(f"{'alone':<12} {mb:>10.1f} {secs:>8.1f} {mb / secs:>8.1f} {rss / 1024:>12.1f} {size / 1e6:>11.1f} {size / n:>9.0f}")
-PY
+  "$bin" gen --lean --messages "$messages" --seed 1 --out "$work/gen-1" >/dev/null
+  alone after
 fi
