@@ -765,6 +765,7 @@ fn a_version_5_archive_finds_the_sessions_and_messages_its_claims_name() {
         )
         .unwrap();
     // Back to version 5, with claims as version 5 stored them.
+    conn.execute_batch(crate::support::UNDO_VERSION_11).unwrap();
     conn.execute_batch(crate::support::UNDO_VERSION_10).unwrap();
     conn.execute_batch(crate::support::UNDO_VERSION_8).unwrap();
     conn.execute_batch(crate::support::UNDO_VERSION_7).unwrap();

@@ -313,6 +313,7 @@ fn claude_code_and_codex_records_name_their_sources_as_the_files_do() {
 /// columns of version 6, and the view and columns of version 5, removed.
 fn strip_to_version_4(archive: &Path) {
     let conn = rusqlite::Connection::open(archive).unwrap();
+    conn.execute_batch(crate::support::UNDO_VERSION_11).unwrap();
     conn.execute_batch(crate::support::UNDO_VERSION_10).unwrap();
     conn.execute_batch(crate::support::UNDO_VERSION_8).unwrap();
     conn.execute_batch(crate::support::UNDO_VERSION_7).unwrap();

@@ -457,6 +457,83 @@ mod tests {
     }
 
     #[test]
+    fn version_11_numbers_actions_observed_events_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("archive.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.create_scalar_function(
+                crate::schema::KEY_HASH_FUNCTION,
+                1,
+                rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+                |ctx| Ok(key_hash(&ctx.get::<String>(0)?)),
+            )
+            .unwrap();
+            for migration in &MIGRATIONS[..10] {
+                conn.execute_batch(migration).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 10).unwrap();
+            // `z` then `a` already numbered (by their messages); `orphan` has only a file row.
+            conn.execute_batch(
+                "INSERT INTO session_numbers (session_id) VALUES ('z'), ('a');
+                 INSERT INTO actions (action_id, session_id, message_id, tool_use_block_id,
+                     tool_name, semantic_type, is_error)
+                 VALUES ('a/b1', 'a', 'a/m1', 'a/b1', 'Read', 'file_read', 0),
+                        ('z/b1', 'z', 'z/m1', 'z/b1', 'Bash', 'shell', 0);
+                 INSERT INTO observed_events (event_id, session_id, kind)
+                 VALUES ('z/session_started', 'z', 'session_started');
+                 INSERT INTO files (session_id, path, action_count, first_message_id,
+                     first_tool_use_block_id, last_tool_use_block_id)
+                 VALUES ('orphan', 'src/lib.rs', 1, 'orphan/m1', 'orphan/b1', 'orphan/b1');",
+            )
+            .unwrap();
+        }
+        let archive = Archive::open(&path).unwrap();
+        let conn = archive.conn();
+        let pairs = |sql: &str| -> Vec<(String, i64)> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(
+            pairs("SELECT action_id, session_num FROM actions ORDER BY action_id"),
+            vec![("a/b1".into(), 2), ("z/b1".into(), 1)]
+        );
+        assert_eq!(
+            pairs("SELECT event_id, session_num FROM observed_events"),
+            vec![("z/session_started".into(), 1)]
+        );
+        assert_eq!(
+            pairs("SELECT path, session_num FROM files"),
+            vec![("src/lib.rs".into(), 3)]
+        );
+        assert_eq!(
+            pairs("SELECT session_id, session_num FROM session_numbers ORDER BY session_num"),
+            vec![("z".into(), 1), ("a".into(), 2), ("orphan".into(), 3)]
+        );
+        for (table, index) in [
+            ("actions", "actions_session"),
+            ("observed_events", "observed_events_session"),
+            ("files", "files_session"),
+        ] {
+            let plan: Vec<String> = conn
+                .prepare(&format!(
+                    "EXPLAIN QUERY PLAN SELECT * FROM {table} WHERE {}",
+                    crate::of_session(table).unwrap()
+                ))
+                .unwrap()
+                .query_map(["a"], |r| r.get(3))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let plan = plan.join("; ");
+            assert!(plan.contains(&format!("USING INDEX {index}")), "{plan}");
+        }
+    }
+
+    #[test]
     fn newer_schema_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("archive.db");

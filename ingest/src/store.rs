@@ -262,9 +262,10 @@ fn write_continued(
         ))?
         .execute(params![sid, from])?;
     }
-    tx.prepare_cached(
-        "DELETE FROM observed_events WHERE session_id = ?1 AND (rowid >= ?2 OR rowid = ?3)",
-    )?
+    tx.prepare_cached(&format!(
+        "DELETE FROM observed_events WHERE {} AND (rowid >= ?2 OR rowid = ?3)",
+        of_session("observed_events")?
+    ))?
     .execute(params![sid, m.observed, m.session_started])?;
     tx.prepare_cached(&format!(
         "DELETE FROM usage_records WHERE {} AND seq >= ?2",
@@ -272,7 +273,7 @@ fn write_continued(
     ))?
     .execute(params![sid, continued.usage_from as i64])?;
     for table in ["files", "context_snapshots", "runs", "sessions"] {
-        tx.prepare_cached(&format!("DELETE FROM {table} WHERE session_id = ?1"))?
+        tx.prepare_cached(&format!("DELETE FROM {table} WHERE {}", of_session(table)?))?
             .execute([sid])?;
     }
     // The continued turn's rows before the old cut take its new commitment.
@@ -755,6 +756,7 @@ fn insert_session(
             a.followup_class,
             s.turn_id(a.turn),
             s.turn_committed(a.turn),
+            num,
         ])?;
         mark(&mut marks.actions, after(&a.message_id));
         mark(
@@ -773,7 +775,8 @@ fn insert_session(
             f.last_seen_ms,
             f.first_message_id,
             f.first_tool_use_block_id,
-            f.last_tool_use_block_id
+            f.last_tool_use_block_id,
+            num,
         ])?;
     }
 
@@ -808,7 +811,8 @@ fn insert_session(
             o.handler,
             o.status,
             o.summary,
-            o.occurred_at_ms
+            o.occurred_at_ms,
+            num,
         ])?;
         if o.kind == "session_started" {
             marks.session_started = tx.last_insert_rowid();

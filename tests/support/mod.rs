@@ -52,6 +52,19 @@ pub fn quarry_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// SQL taking an archive of schema version 11 back to version 10: `actions`, `observed_events`
+/// and `files` indexed by the session id again, without their session numbers (`user_version`
+/// is left to the caller).
+pub const UNDO_VERSION_11: &str = "DROP INDEX actions_session;
+     ALTER TABLE actions DROP COLUMN session_num;
+     CREATE INDEX actions_session ON actions (session_id);
+     DROP INDEX observed_events_session;
+     ALTER TABLE observed_events DROP COLUMN session_num;
+     CREATE INDEX observed_events_session ON observed_events (session_id);
+     DROP INDEX files_session;
+     ALTER TABLE files DROP COLUMN session_num;
+     CREATE INDEX files_session ON files (session_id);";
+
 /// SQL taking an archive of schema version 10 back to version 9: the session numbers removed
 /// and the per-session indexes keyed by the session id again (`user_version` is left to the
 /// caller).
