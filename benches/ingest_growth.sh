@@ -12,11 +12,11 @@
 #     the moment its last byte was handed to the writer; the last chunk ends when the command
 #     returns). Then DAILY more chunks (default 1) are ingested by a command each (the daily
 #     case on the whole archive).
-#     The first chunk is also ingested alone into a new archive before the long command and
-#     after each daily chunk (the lines `alone-0`, `alone-1`, ...): the rate to take the growth
-#     ratios against. The machine's speed drifts within a run, so each daily chunk is taken
-#     against the mean of the two alone runs on either side of it, and the long command's last
-#     chunk against its own first; the lines starting with `# ratio` say them.
+#     The first chunk is also ingested alone into a new archive before the long command, after
+#     it, and after each daily chunk (the lines `alone-0`, `alone-1`, ...): the rate to take the
+#     growth ratios against. The machine's speed drifts within a run, so each daily chunk is
+#     taken against the mean rate of the two alone runs on either side of it, and the long
+#     command's last chunk against its own first; the lines starting with `# ratio` say them.
 #
 # Prints one line per chunk: messages in the archive after it, the chunk's input MB, seconds,
 # MB/s, peak RSS MB (of the command that read it), archive MB, archive bytes per message.
@@ -123,6 +123,7 @@ print(f"# one command: {total / 1e6:.1f} MB in {secs:.1f} s, {total / 1e6 / secs
 PY
   first=$((chunks + 1))
   total=$((chunks * messages))
+  alone 1
 else
   first=1
   total=0
@@ -142,7 +143,7 @@ for k in $(seq "$first" "$last"); do
   # With --one, the first chunk alone after each daily chunk: the machine's speed varies
   # within a sitting (docs/benchmarks.md, "Ingest"), so each daily chunk is compared with the
   # alone runs just before and after it.
-  [ -z "$one" ] || alone $((k - chunks))
+  [ -z "$one" ] || alone $((k - chunks + 1))
 done
 if [ -n "$one" ]; then
   python3 - "$work/lines" "$work/alone" "$work/daily" "$chunks" <<'PY'
@@ -153,7 +154,7 @@ chunks = int(sys.argv[4])
 rate = lambda r: r[1] / r[0]
 print(f"# ratio: chunk {chunks} of the one command against its chunk 1: {rate(lines[-1]) / rate(lines[0]):.2f}")
 for k, d in enumerate(daily):
-    a, b = alone[k], alone[k + 1]
+    a, b = alone[k + 1], alone[k + 2]
     print(f"# ratio: daily chunk {chunks + k + 1} ({d[0]:.1f} s) against chunk 1 alone "
           f"({a[0]:.1f} and {b[0]:.1f} s around it): {rate(d) / ((rate(a) + rate(b)) / 2):.2f}")
 PY

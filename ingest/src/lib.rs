@@ -322,18 +322,18 @@ fn tune_for_ingest(conn: &Connection, cache: u64) -> rusqlite::Result<(i64, i64)
     let kib = -((cache / 1024) as i64);
     conn.pragma_update(None, "cache_size", kib)?;
     conn.pragma_update(Some("temp"), "cache_size", kib)?;
-    let hashsize: Option<i64> = conn
-        .query_row(
-            "SELECT v FROM blocks_fts_config WHERE k = 'hashsize'",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
-    if hashsize != Some(FTS_HASHSIZE) {
-        conn.execute(
-            "INSERT INTO blocks_fts (blocks_fts, rank) VALUES ('hashsize', ?1)",
-            [FTS_HASHSIZE],
-        )?;
+    for (key, value) in FTS_CONFIG {
+        let stored: Option<i64> = conn
+            .query_row("SELECT v FROM blocks_fts_config WHERE k = ?1", [key], |r| {
+                r.get(0)
+            })
+            .ok();
+        if stored != Some(value) {
+            conn.execute(
+                "INSERT INTO blocks_fts (blocks_fts, rank) VALUES (?1, ?2)",
+                rusqlite::params![key, value],
+            )?;
+        }
     }
     Ok((cache_size, temp_cache_size))
 }
@@ -376,8 +376,13 @@ fn available_memory() -> Option<u64> {
 /// no checkpoint thread does it.
 const WAL_AUTOCHECKPOINT: i64 = 16384;
 
-/// The full-text index's pending-terms buffer (`tune_for_ingest`).
-const FTS_HASHSIZE: i64 = 64 * 1024 * 1024;
+/// The full-text index's settings an ingest keeps (`tune_for_ingest`): the pending-terms buffer
+/// (`hashsize`), and how many segments of one level FTS5 lets gather before it merges them
+/// (`automerge`, 4 by default). The work of merging is the bytes indexed times the levels
+/// each byte passes through; at 16 segments a level a ten-million-message index has about
+/// half the levels it has at 4, so an ingest into it merges about half as much
+/// (docs/benchmarks.md, "Ingest"), and a search reads up to 15 segments a level instead of 3.
+const FTS_CONFIG: [(&str, i64); 2] = [("hashsize", 64 * 1024 * 1024), ("automerge", 16)];
 
 fn sessions_by_origin(
     conn: &Connection,
@@ -1056,7 +1061,9 @@ fn looks_like_lines(bytes: &[u8]) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::{available_memory, cache_bytes, restore_after_ingest, store, tune_for_ingest};
+    use super::{
+        FTS_CONFIG, available_memory, cache_bytes, restore_after_ingest, store, tune_for_ingest,
+    };
 
     const GIB: u64 = 1 << 30;
 
@@ -1092,5 +1099,32 @@ mod tests {
         assert_eq!((cache("main"), cache("temp")), (-1_048_576, -1_048_576));
         restore_after_ingest(conn, saved).unwrap();
         assert_eq!((cache("main"), cache("temp")), before);
+    }
+
+    #[test]
+    fn an_ingest_leaves_the_full_text_settings_in_the_archive() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = quarry_archive::Archive::open(&dir.path().join("a.db")).unwrap();
+        let conn = archive.conn();
+        let stored = |key: &str| -> Option<i64> {
+            conn.query_row("SELECT v FROM blocks_fts_config WHERE k = ?1", [key], |r| {
+                r.get(0)
+            })
+            .ok()
+        };
+        // A new archive has FTS5's defaults (no rows); the ingest writes its own, and writing
+        // them again (the next ingest) changes nothing.
+        assert_eq!((stored("hashsize"), stored("automerge")), (None, None));
+        for _ in 0..2 {
+            let saved = tune_for_ingest(conn, GIB).unwrap();
+            restore_after_ingest(conn, saved).unwrap();
+            for (key, value) in FTS_CONFIG {
+                assert_eq!(stored(key), Some(value), "{key}");
+            }
+        }
+        assert_eq!(
+            (stored("hashsize"), stored("automerge")),
+            (Some(64 << 20), Some(16))
+        );
     }
 }
