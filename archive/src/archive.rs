@@ -307,16 +307,25 @@ mod tests {
         assert_ne!(key_hash("claude:msg_1"), key_hash("claude:msg_2"));
     }
 
+    /// A new archive file at `path` with the first `version` migrations applied (what an
+    /// archive of that version holds), the key hash registered as the archive registers it.
+    fn at_version(path: &std::path::Path, version: usize) -> Connection {
+        let conn = Connection::open(path).unwrap();
+        super::register_key_hash(&conn).unwrap();
+        for migration in &MIGRATIONS[..version] {
+            conn.execute_batch(migration).unwrap();
+        }
+        conn.pragma_update(None, "user_version", version as i64)
+            .unwrap();
+        conn
+    }
+
     #[test]
     fn version_9_keeps_every_usage_row_and_hashes_its_key() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("archive.db");
         {
-            let conn = Connection::open(&path).unwrap();
-            for migration in &MIGRATIONS[..8] {
-                conn.execute_batch(migration).unwrap();
-            }
-            conn.pragma_update(None, "user_version", 8).unwrap();
+            let conn = at_version(&path, 8);
             conn.execute_batch(
                 "INSERT INTO usage_records (session_id, response_key, recorded_via, input_tokens,
                      output_tokens, cache_read_tokens, cache_write_tokens, cache_write_5m_tokens,
@@ -383,18 +392,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("archive.db");
         {
-            let conn = Connection::open(&path).unwrap();
-            conn.create_scalar_function(
-                crate::schema::KEY_HASH_FUNCTION,
-                1,
-                rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
-                |ctx| Ok(key_hash(&ctx.get::<String>(0)?)),
-            )
-            .unwrap();
-            for migration in &MIGRATIONS[..9] {
-                conn.execute_batch(migration).unwrap();
-            }
-            conn.pragma_update(None, "user_version", 9).unwrap();
+            let conn = at_version(&path, 9);
             // Sessions `z` then `a` (arrival order, not id order); `orphan` has rows and no
             // session row; the source_resume row survives the table's rebuild.
             conn.execute_batch(
@@ -461,18 +459,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("archive.db");
         {
-            let conn = Connection::open(&path).unwrap();
-            conn.create_scalar_function(
-                crate::schema::KEY_HASH_FUNCTION,
-                1,
-                rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
-                |ctx| Ok(key_hash(&ctx.get::<String>(0)?)),
-            )
-            .unwrap();
-            for migration in &MIGRATIONS[..10] {
-                conn.execute_batch(migration).unwrap();
-            }
-            conn.pragma_update(None, "user_version", 10).unwrap();
+            let conn = at_version(&path, 10);
             // `z` then `a` already numbered (by their messages); `orphan` has only a file row.
             conn.execute_batch(
                 "INSERT INTO session_numbers (session_id) VALUES ('z'), ('a');
