@@ -779,10 +779,12 @@ pub const AFFECTED_TABLES: &[&str] = &[
     "CREATE TEMP TABLE IF NOT EXISTS affected_sessions (session_id TEXT PRIMARY KEY)",
     "CREATE TEMP TABLE IF NOT EXISTS affected_partitions (partition TEXT PRIMARY KEY)",
     "CREATE TEMP TABLE IF NOT EXISTS shared_keys (key TEXT PRIMARY KEY, hash INTEGER NOT NULL)",
+    "CREATE TEMP TABLE IF NOT EXISTS fresh_sessions (session_id TEXT PRIMARY KEY)",
     "DELETE FROM temp.affected_keys",
     "DELETE FROM temp.affected_sessions",
     "DELETE FROM temp.affected_partitions",
     "DELETE FROM temp.shared_keys",
+    "DELETE FROM temp.fresh_sessions",
 ];
 
 /// The `usage` rows of the keys a records query (`$records`: usage_records columns plus
@@ -818,6 +820,17 @@ macro_rules! resolve_usage_from {
         )
     };
 }
+
+/// The `usage` row of a response one record alone holds (`?1`–`?18`: the owner, the key, the
+/// record's values with the 1-hour cache writes at most the total and the rest 5-minute, its
+/// `recorded_via`, the key's hash and the owner's number): what [`RESOLVE_USAGE`] would resolve
+/// it to, written as the record is (ingest).
+pub const RESOLVE_ALONE: &str =
+    "INSERT INTO usage (session_id, response_key, message_id, request_id, model,
+         input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
+         cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id, turn_committed,
+         recorded_via, record_count, key_hash, session_num)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 1, ?17, ?18)";
 
 /// Lists the sessions owning a `usage` row of a key in `temp.affected_keys` (before the rows
 /// are resolved again, and after).
@@ -884,6 +897,11 @@ pub const RESOLVE_USAGE: &[&str] = &[
          SELECT r.session_id FROM temp.affected_keys k
          CROSS JOIN usage_records r ON r.key_hash = k.hash AND r.response_key = k.key
          WHERE r.recorded_via = 'transcript'",
+    // A session listed in `temp.fresh_sessions` (new, and every response of it its own at the
+    // time it was written) is looked at only if a later file recorded one of its responses.
+    "DELETE FROM temp.fresh_sessions WHERE session_id IN (
+         SELECT r.session_id FROM temp.affected_keys k
+         CROSS JOIN usage_records r ON r.key_hash = k.hash AND r.response_key = k.key)",
     "UPDATE OR IGNORE sessions SET parent_session_id = c.parent,
             root_session_id = COALESCE(
                 (SELECT COALESCE(p.root_session_id, p.session_id) FROM sessions p
@@ -904,7 +922,8 @@ pub const RESOLVE_USAGE: &[&str] = &[
                      AND t.parent_session_id IS NOT r.session_id
                    ORDER BY r.seq DESC, t.created_at DESC, t.updated_at DESC, t.session_id
                    LIMIT 1) AS parent
-           FROM temp.affected_sessions a) c
+           FROM temp.affected_sessions a
+           WHERE a.session_id NOT IN (SELECT session_id FROM temp.fresh_sessions)) c
      WHERE sessions.session_id = c.id
        AND (sessions.parent_session_id IS NULL OR sessions.branch_type = 'continuation')
        AND sessions.parent_session_id IS NOT c.parent",
@@ -948,6 +967,7 @@ pub const RESOLVE_USAGE: &[&str] = &[
     "DELETE FROM temp.shared_keys",
     "DELETE FROM temp.affected_keys",
     "DELETE FROM temp.affected_sessions",
+    "DELETE FROM temp.fresh_sessions",
 ];
 
 /// Removes one session's blocks (`?1` = session id) from the full-text index; run before the

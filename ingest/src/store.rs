@@ -8,17 +8,20 @@
 //! declaration order, and a column that is computed in SQL is named in the statement's
 //! expressions instead.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, params};
 
 use quarry_archive::schema::FTS_DELETE_SESSION;
 use quarry_archive::{
-    AFFECTED_TABLES, NOTE_SESSION_PARTITION, NUMBER_SESSION, RESOLVE_USAGE, SESSION_NUM_OF,
-    bump_generation, fulltext_insert_statement, insert_statement, key_hash, of_session,
-    upsert_statement,
+    AFFECTED_TABLES, NOTE_SESSION_PARTITION, NUMBER_SESSION, RESOLVE_ALONE, RESOLVE_USAGE,
+    SESSION_NUM_OF, bump_generation, fulltext_insert_statement, insert_statement, key_hash,
+    of_session, upsert_statement,
 };
 
 use super::chunks::Chain;
 use super::derive::{Cut, SessionRows};
+use super::model::RecordedVia;
 use super::tail::{Continued, Marks, Resumable};
 
 use super::text::fold_for_index;
@@ -308,6 +311,7 @@ fn write_continued(
         &stamp.path,
         machine.as_deref().or(stamp.machine.as_deref()),
         resume.map(|r| r.cut),
+        false,
     )?;
     // A cut still inside the continued turn: that turn's first rows are the earlier of the
     // old ones and those just written.
@@ -318,7 +322,6 @@ fn write_continued(
         marks.turn_actions = marks.turn_actions.min(m.turn_actions);
         marks.turn_events = marks.turn_events.min(m.turn_events);
     }
-    mark_affected(tx, s.usage.iter().map(|u| &u.response_key))?;
     let generation = bump_generation(tx).map_err(|e| match e {
         quarry_archive::ArchiveError::Sqlite(e) => e,
         other => rusqlite::Error::ToSqlConversionFailure(Box::new(other)),
@@ -425,10 +428,10 @@ fn write_file_rows(
     for (s, h) in sessions.iter().zip(&held) {
         let machine = h.machine.clone().or_else(|| stamp.machine.clone());
         let cut = resume.filter(|_| sessions.len() == 1).map(|r| r.cut);
-        let (written, m) = insert_session(tx, s, &stamp.path, machine.as_deref(), cut)?;
+        let new = h.path.is_none();
+        let (written, m) = insert_session(tx, s, &stamp.path, machine.as_deref(), cut, new)?;
         rows += written;
         marks = marks.or(m);
-        mark_affected(tx, s.usage.iter().map(|u| &u.response_key))?;
     }
     let generation = bump_generation(tx).map_err(|e| match e {
         quarry_archive::ArchiveError::Sqlite(e) => e,
@@ -585,13 +588,16 @@ fn delete_sessions(tx: &Connection, ids: &[String]) -> rusqlite::Result<()> {
     Ok(())
 }
 
-/// Inserts one session's rows; with a `cut`, returns the first row id after it in each table.
+/// Inserts one session's rows (`new`: the archive held no session of its id); with a `cut`,
+/// returns the first row id after it in each table. Its responses are resolved here when they
+/// can be, else listed for [`resolve_usage`].
 fn insert_session(
     tx: &Connection,
     s: &SessionRows,
     source_path: &str,
     machine: Option<&str>,
     cut: Option<Cut>,
+    new: bool,
 ) -> rusqlite::Result<(usize, Option<Marks>)> {
     let sid = s.session.session_id.as_str();
     let r = &s.session;
@@ -905,8 +911,55 @@ fn insert_session(
         mark(&mut marks.turns, i >= at.turn);
     }
 
+    // A response this record alone holds (no other record anywhere, none of this session's
+    // others, and not among the keys already to be resolved again) resolves to itself: its
+    // `usage` row is written here, one row, instead of by `RESOLVE_USAGE`'s statements, which
+    // each look the key up again in the indexes of both tables. A progress record naming a
+    // subagent is left to `RESOLVE_USAGE` (its owner depends on whether the subagent's session
+    // is archived). The rest are listed for `RESOLVE_USAGE`.
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(s.usage.len());
+    for u in &s.usage {
+        *seen.entry(u.response_key.as_str()).or_default() += 1;
+    }
+    let mut listed = tx.prepare_cached("SELECT 1 FROM temp.affected_keys WHERE key = ?1")?;
+    let mut recorded = tx.prepare_cached(
+        "SELECT 1 FROM usage_records WHERE key_hash = ?2 AND response_key = ?1 LIMIT 1",
+    )?;
+    let mut own = tx.prepare_cached(RESOLVE_ALONE)?;
+    let mut unresolved: Vec<&String> = Vec::new();
     let mut stmt = tx.prepare_cached(&insert_statement("usage_records", &[])?)?;
     for u in &s.usage {
+        let hash = key_hash(&u.response_key);
+        let names_subagent = u.via == RecordedVia::Progress && u.subagent_session_id.is_some();
+        let alone = seen[u.response_key.as_str()] == 1
+            && !names_subagent
+            && !listed.exists([&u.response_key])?
+            && !recorded.exists(params![u.response_key, hash])?;
+        if alone {
+            let write_1h = u.tokens.cache_write_1h.min(u.tokens.cache_write);
+            own.execute(params![
+                sid,
+                u.response_key,
+                u.message_id,
+                u.request_id,
+                u.model,
+                u.tokens.input,
+                u.tokens.output,
+                u.tokens.reasoning,
+                u.tokens.cache_read,
+                u.tokens.cache_write,
+                u.tokens.cache_write - write_1h,
+                write_1h,
+                u.occurred_at_ms,
+                s.turn_id(u.turn),
+                s.turn_committed(u.turn),
+                u.via.as_str(),
+                hash,
+                num,
+            ])?;
+        } else {
+            unresolved.push(&u.response_key);
+        }
         stmt.execute(params![
             sid,
             u.response_key,
@@ -926,9 +979,17 @@ fn insert_session(
             s.turn_id(u.turn),
             s.turn_committed(u.turn),
             u.seq,
-            key_hash(&u.response_key),
+            hash,
             num,
         ])?;
+    }
+    let all_alone = unresolved.is_empty();
+    mark_affected(tx, unresolved.into_iter())?;
+    // A new session whose responses all resolved to themselves shares none with another
+    // session, so it continues none (`RESOLVE_USAGE` looks again if a later file shares one).
+    if new && all_alone {
+        tx.prepare_cached("INSERT OR IGNORE INTO temp.fresh_sessions VALUES (?1)")?
+            .execute([sid])?;
     }
     Ok((s.row_count(), cut.map(|_| marks)))
 }
