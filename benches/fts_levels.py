@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""The full-text index's segments, level by level: what FTS5's structure record (row 10 of
+`blocks_fts_data`) says, read from an archive without changing it.
+
+Usage: benches/fts_levels.py ARCHIVE
+
+Prints the number of levels and segments, and for each level the segments it holds (each as its
+count of FTS5 leaf pages, about 4 KB each) and how many of them a merge in progress takes. An
+ingest flushes one segment onto level 0 per batch; with `automerge` 16 (`quarry ingest` sets
+it), a level with 16 segments is merged into one segment of the next level over the batches
+that follow. Run it before and after an ingest to see whether that ingest merged.
+"""
+
+import sqlite3
+import sys
+
+
+def varint(b, i):
+    """SQLite's variable-length integer at b[i]: (value, next index)."""
+    v = 0
+    for _ in range(8):
+        c = b[i]
+        i += 1
+        if c < 0x80:
+            return (v << 7) | c, i
+        v = (v << 7) | (c & 0x7F)
+    return (v << 8) | b[i], i + 1
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(next(l for l in __doc__.splitlines() if l.startswith("Usage:")))
+    con = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+    row = con.execute("SELECT block FROM blocks_fts_data WHERE id = 10").fetchone()
+    if row is None:
+        sys.exit("no full-text index structure in this archive")
+    b = row[0]
+    # A 4-byte cookie, then (in the second format) a 4-byte marker: segments carry 5 more fields.
+    v2 = b[4:8] == b"\xff\x00\x00\x01"
+    i = 8 if v2 else 4
+    levels, i = varint(b, i)
+    segments, i = varint(b, i)
+    _, i = varint(b, i)  # the write counter
+    print(f"{levels} levels, {segments} segments")
+    for level in range(levels):
+        merging, i = varint(b, i)
+        count, i = varint(b, i)
+        pages = []
+        for _ in range(count):
+            _, i = varint(b, i)  # segment id
+            first, i = varint(b, i)
+            last, i = varint(b, i)
+            for _ in range(5 if v2 else 0):
+                _, i = varint(b, i)
+            pages.append(last - first + 1)
+        note = f", {merging} being merged" if merging else ""
+        print(f"level {level}: {count} segments{note}; leaf pages {pages}")
+
+
+if __name__ == "__main__":
+    main()
