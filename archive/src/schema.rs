@@ -821,16 +821,22 @@ macro_rules! resolve_usage_from {
     };
 }
 
-/// The `usage` row of a response one record alone holds (`?1`–`?18`: the owner, the key, the
-/// record's values with the 1-hour cache writes at most the total and the rest 5-minute, its
-/// `recorded_via`, the key's hash and the owner's number): what [`RESOLVE_USAGE`] would resolve
-/// it to, written as the record is (ingest).
+/// The `usage` row of a response one record alone holds (`?1`: that record's rowid in
+/// `usage_records`): what [`RESOLVE_USAGE`] would resolve it to (its owner, its values, the
+/// 1-hour cache writes at most the total and the rest 5-minute), written as the record is
+/// (ingest). `OR IGNORE`, like [`RESOLVE_USAGE`]'s writes: nothing can conflict, and no statement
+/// journal opens.
 pub const RESOLVE_ALONE: &str =
-    "INSERT INTO usage (session_id, response_key, message_id, request_id, model,
+    "INSERT OR IGNORE INTO usage (session_id, response_key, message_id, request_id, model,
          input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
          cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id, turn_committed,
          recorded_via, record_count, key_hash, session_num)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, 1, ?17, ?18)";
+     SELECT session_id, response_key, message_id, request_id, model, input_tokens, output_tokens,
+            reasoning_tokens, cache_read_tokens, cache_write_tokens,
+            cache_write_tokens - MIN(cache_write_1h_tokens, cache_write_tokens),
+            MIN(cache_write_1h_tokens, cache_write_tokens), occurred_at_ms, turn_id,
+            turn_committed, recorded_via, 1, key_hash, session_num
+     FROM usage_records WHERE rowid = ?1";
 
 /// Lists the sessions owning a `usage` row of a key in `temp.affected_keys` (before the rows
 /// are resolved again, and after).

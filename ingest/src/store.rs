@@ -935,31 +935,6 @@ fn insert_session(
             && !names_subagent
             && !listed.exists([&u.response_key])?
             && !recorded.exists(params![u.response_key, hash])?;
-        if alone {
-            let write_1h = u.tokens.cache_write_1h.min(u.tokens.cache_write);
-            own.execute(params![
-                sid,
-                u.response_key,
-                u.message_id,
-                u.request_id,
-                u.model,
-                u.tokens.input,
-                u.tokens.output,
-                u.tokens.reasoning,
-                u.tokens.cache_read,
-                u.tokens.cache_write,
-                u.tokens.cache_write - write_1h,
-                write_1h,
-                u.occurred_at_ms,
-                s.turn_id(u.turn),
-                s.turn_committed(u.turn),
-                u.via.as_str(),
-                hash,
-                num,
-            ])?;
-        } else {
-            unresolved.push(&u.response_key);
-        }
         stmt.execute(params![
             sid,
             u.response_key,
@@ -982,6 +957,11 @@ fn insert_session(
             hash,
             num,
         ])?;
+        if alone {
+            own.execute([tx.last_insert_rowid()])?;
+        } else {
+            unresolved.push(&u.response_key);
+        }
     }
     let all_alone = unresolved.is_empty();
     mark_affected(tx, unresolved.into_iter())?;
