@@ -85,6 +85,7 @@ fn equals_fresh(archive: &Path, folder: &Path, scratch: &Path, at: &str) {
         }
     }
     crate::support::assert_numbered(&crate::support::open(archive));
+    crate::support::assert_resolved_as_a_whole(archive);
     // The full-text index: consistent, and finding the same blocks as the fresh one's (a block
     // replaced after the cut leaves no entry behind).
     let conn = rusqlite::Connection::open(archive).unwrap();

@@ -212,9 +212,10 @@ fn write_continued(
         )?
         .query_row([sid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
     let m = &continued.marks;
-    // Responses to resolve again: those recorded after the cut, before and now, and those of
-    // the turn the cut fell inside (their commitment may change); every one of the session's
-    // when its start moved (the earliest session owns a shared response).
+    // Responses to resolve again: those recorded after the cut before (the rows written after
+    // it are resolved by `insert_session`), and those of the turn the cut fell inside (their
+    // commitment may change); every one of the session's when its start moved (the earliest
+    // session owns a shared response).
     let mut keys: Vec<String> = Vec::new();
     let everything = created_at != s.session.created_at;
     let from = continued.turn_usage_from.unwrap_or(continued.usage_from);
@@ -343,8 +344,9 @@ fn write_file_rows(
         old_ids.retain(|id| sessions.iter().any(|s| &s.session.session_id == id));
     }
     let held = held_sessions(tx, sessions)?;
-    // Every response this file recorded before, or now records, or that progress records
-    // attribute to one of its sessions, is resolved again once the file's rows are replaced.
+    // Every response this file's sessions recorded before (under this file or another), or
+    // that progress records attribute to one of them, is resolved again once the file's rows
+    // are replaced; the responses it records now, by `insert_session`.
     // (Read, then one row at a time: a statement writing several rows opens a statement
     // journal, and FTS5 flushes its pending index at every one.)
     let mut keys: Vec<String> = Vec::new();

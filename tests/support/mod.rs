@@ -320,3 +320,58 @@ pub fn ints_of(array: &serde_json::Value, field: &str) -> Vec<i64> {
         .map(|item| item[field].as_i64().expect("an integer field"))
         .collect()
 }
+
+/// Every `usage` row (all its columns) and every session's links and token sums, in a fixed
+/// order.
+pub fn resolved(conn: &rusqlite::Connection) -> Vec<Vec<rusqlite::types::Value>> {
+    let mut rows = Vec::new();
+    for sql in [
+        "SELECT session_id, response_key, message_id, request_id, model, input_tokens,
+                output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
+                cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id,
+                turn_committed, recorded_via, record_count, key_hash, session_num
+         FROM usage ORDER BY response_key",
+        "SELECT session_id, parent_session_id, root_session_id, branch_type, input_tokens,
+                output_tokens, cache_read_tokens, cache_write_tokens, cache_write_5m_tokens,
+                cache_write_1h_tokens
+         FROM sessions ORDER BY session_id",
+    ] {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let n = stmt.column_count();
+        let found = stmt
+            .query_map([], |r| (0..n).map(|i| r.get(i)).collect())
+            .unwrap();
+        rows.extend(found.map(Result::unwrap));
+    }
+    rows
+}
+
+/// The archive as its ingests left it equals the archive with every response and session
+/// resolved again at once (`RESOLVE_USAGE` over all of them, rolled back): an ingest writes the
+/// `usage` row of a response only one record holds as it writes the record, and that must be
+/// what the whole rule gives, whatever the order the files came in. (A `usage` row left without
+/// a record is resolved away, so it fails too.)
+pub fn assert_resolved_as_a_whole(archive: &Path) {
+    let conn = rusqlite::Connection::open(archive).unwrap();
+    let ingested = resolved(&conn);
+    conn.execute_batch("BEGIN").unwrap();
+    for sql in quarry_archive::AFFECTED_TABLES {
+        conn.execute(sql, []).unwrap();
+    }
+    conn.execute_batch(
+        "INSERT INTO temp.affected_keys SELECT DISTINCT response_key, key_hash FROM usage_records;
+         INSERT OR IGNORE INTO temp.affected_keys
+             SELECT response_key, key_hash FROM usage WHERE response_key IS NOT NULL;
+         INSERT INTO temp.affected_sessions SELECT session_id FROM sessions;",
+    )
+    .unwrap();
+    for sql in quarry_archive::RESOLVE_USAGE {
+        conn.execute(sql, []).unwrap();
+    }
+    let whole = resolved(&conn);
+    conn.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(
+        ingested, whole,
+        "resolved as the files came, then as a whole"
+    );
+}
