@@ -635,3 +635,33 @@ fn a_conversation_missing_from_a_new_export_stays_archived() {
         messages_of_second
     );
 }
+
+#[test]
+fn one_batch_of_an_ingest_writes_one_full_text_segment() {
+    // FTS5 flushes the terms it holds into a new segment whenever a statement opens a statement
+    // journal inside the transaction; the `usage` rows written with their records once did so
+    // (an `INSERT ... SELECT`), one segment per response, each merged again later. A small
+    // generated corpus is one batch (far under its 256 MiB and 10 s).
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let corpus_arg = corpus.to_str().unwrap();
+    quarry_json(&[
+        "--format",
+        "json",
+        "gen",
+        "--messages",
+        "2000",
+        "--seed",
+        "7",
+        "--out",
+        corpus_arg,
+    ]);
+    let archive = dir.path().join("a.db");
+    let summary = ingest(&archive, &[&corpus]);
+    assert_eq!(summary["files_failed"], 0, "{}", summary["diagnostics"]);
+    let conn = open(&archive);
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert!(count("SELECT COUNT(*) FROM usage") > 100);
+    assert!(count("SELECT COUNT(DISTINCT session_id) FROM usage") > 10);
+    assert_eq!(count("SELECT COUNT(DISTINCT segid) FROM blocks_fts_idx"), 1);
+}

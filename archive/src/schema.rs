@@ -821,22 +821,20 @@ macro_rules! resolve_usage_from {
     };
 }
 
-/// The `usage` row of a response one record alone holds (`?1`: that record's rowid in
-/// `usage_records`): what [`RESOLVE_USAGE`] would resolve it to (its owner, its values, the
-/// 1-hour cache writes at most the total and the rest 5-minute), written as the record is
-/// (ingest). `OR IGNORE`, like [`RESOLVE_USAGE`]'s writes: nothing can conflict, and no statement
-/// journal opens.
+/// The `usage` row of a response one record alone holds: what [`RESOLVE_USAGE`] would resolve
+/// it to (its owner, its values, the 1-hour cache writes at most the total and the rest
+/// 5-minute), written as the record is (ingest). Its parameters are those of the record's own
+/// insert into `usage_records` (its columns in order, `?1`–`?20`), so one parameter list serves
+/// both. A `VALUES` insert writes one row and opens no statement journal; an `INSERT ... SELECT`
+/// (even of one row) does, and FTS5 flushes its pending terms into a new segment at every
+/// statement journal: one ingest batch then wrote a segment per response instead of one.
 pub const RESOLVE_ALONE: &str =
-    "INSERT OR IGNORE INTO usage (session_id, response_key, message_id, request_id, model,
+    "INSERT INTO usage (session_id, response_key, message_id, request_id, model,
          input_tokens, output_tokens, reasoning_tokens, cache_read_tokens, cache_write_tokens,
          cache_write_5m_tokens, cache_write_1h_tokens, occurred_at_ms, turn_id, turn_committed,
          recorded_via, record_count, key_hash, session_num)
-     SELECT session_id, response_key, message_id, request_id, model, input_tokens, output_tokens,
-            reasoning_tokens, cache_read_tokens, cache_write_tokens,
-            cache_write_tokens - MIN(cache_write_1h_tokens, cache_write_tokens),
-            MIN(cache_write_1h_tokens, cache_write_tokens), occurred_at_ms, turn_id,
-            turn_committed, recorded_via, 1, key_hash, session_num
-     FROM usage_records WHERE rowid = ?1";
+     VALUES (?1, ?2, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 - MIN(?14, ?12), MIN(?14, ?12), ?15,
+             ?16, ?17, ?3, 1, ?19, ?20)";
 
 /// Lists the sessions owning a `usage` row of a key in `temp.affected_keys` (before the rows
 /// are resolved again, and after).

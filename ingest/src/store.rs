@@ -937,7 +937,8 @@ fn insert_session(
             && !names_subagent
             && !listed.exists([&u.response_key])?
             && !recorded.exists(params![u.response_key, hash])?;
-        stmt.execute(params![
+        // The record's values; a response it alone holds gets its `usage` row from the same.
+        let values = params![
             sid,
             u.response_key,
             u.via.as_str(),
@@ -958,9 +959,10 @@ fn insert_session(
             u.seq,
             hash,
             num,
-        ])?;
+        ];
+        stmt.execute(values)?;
         if alone {
-            own.execute([tx.last_insert_rowid()])?;
+            own.execute(values)?;
         } else {
             unresolved.push(&u.response_key);
         }
