@@ -198,17 +198,9 @@ pub fn ingest_reporting(
     // Every statement a file's write runs (one INSERT per table, the usage resolution, the
     // bookkeeping) stays prepared: rusqlite's default cache of 16 would re-prepare them.
     archive.conn().set_prepared_statement_cache_capacity(64);
-    let archive_bytes = ["", "-wal"]
-        .iter()
-        .filter_map(|suffix| {
-            let mut path = archive.path().as_os_str().to_owned();
-            path.push(suffix);
-            std::fs::metadata(path).ok().map(|m| m.len())
-        })
-        .sum();
     // The temporary tables first: `tune_for_ingest` sizes their cache.
     store::prepare(archive.conn())?;
-    let cache_sizes = tune_for_ingest(archive.conn(), cache_bytes(archive_bytes, total_bytes))?;
+    let cache_sizes = tune_for_ingest(archive.conn(), cache_bytes())?;
     if reindex::pending(archive.conn())? {
         summary.rederived = Some(reindex::reindex(archive.conn())?);
     }
@@ -306,9 +298,8 @@ pub fn ingest_reporting(
 }
 
 /// Page cache and full-text buffer sized to an ingest's work. A batch's dirty pages and the
-/// index pages it touches stay in memory until it commits (`cache` bytes, [`cache_bytes`],
-/// allocated only as used; past it SQLite spills pages to the WAL mid-transaction and writes
-/// them again). FTS5
+/// index pages it touches stay in memory (`cache` bytes, [`cache_bytes`], allocated only as
+/// used; past it SQLite spills dirty pages to the WAL before the commit). FTS5
 /// flushes the terms it holds into a new index segment whenever they pass its `hashsize`
 /// (1 MiB by default), and every segment is merged again later; at 64 MiB a batch's terms go
 /// out as one segment at its commit. The setting is stored in the archive and read by FTS5
@@ -349,20 +340,24 @@ fn restore_after_ingest(
     conn.pragma_update(Some("temp"), "cache_size", temp_cache)
 }
 
-/// The ingest's page cache for an archive of `archive` bytes taking `input` bytes of source
-/// files: a sixth of the archive it will be (about 3.4 archive bytes per input byte), between
-/// 1 GiB and 4 GiB, and at most a quarter of the memory available (Linux). Each batch's
-/// appended pages stay dirty in the cache until it commits, and every index the batch inserts
-/// into (a session's rows, the response keys, the full-text segments being merged) needs its
-/// pages there too; at a fixed 1 GiB, ten million messages in the archive left too little for
-/// the indexes and each insert read its pages back from the OS (docs/benchmarks.md, "What issue
-/// 31 changed").
-fn cache_bytes(archive: u64, input: u64) -> u64 {
-    const GIB: u64 = 1 << 30;
-    let wanted = (archive + input.saturating_mul(17) / 5) / 6;
+/// The ingest's page cache: [`INGEST_CACHE`], at most a quarter of the memory available
+/// (Linux) and at least 64 MiB.
+fn cache_bytes() -> u64 {
     let available = available_memory().map_or(u64::MAX, |m| m / 4);
-    wanted.clamp(GIB, 4 * GIB).min(available.max(GIB / 4))
+    INGEST_CACHE.min(available.max(64 << 20))
 }
+
+/// The page cache an ingest gives its connection, whatever the archive's size: 512 MiB. What a
+/// batch reads again is small: its rows append to the ends of their tables and indexes, and the
+/// indexes keyed by random values (response key hashes, session ids, paths; about 300 MB at ten
+/// million messages) are read back from the OS where they do not fit. A larger cache mostly
+/// holds appended pages the ingest never reads again, and each new 64 KiB page buffer costs a
+/// page fault and the kernel's zeroing of it: at 4 GiB (a sixth of the archive, the earlier
+/// rule) a million into ten million spent 7 s of its writer in `clear_page_erms`. Measured from
+/// 14 to 24 million messages, cold: the daily million took 51–54 s at 4 GiB, 43–46 s at 2 GiB,
+/// 41–43 s at 1 GiB, 37–38 s at 512 MiB and 48 s at 256 MiB, where each batch spilled dirty pages
+/// to the WAL (docs/benchmarks.md, "The page cache, smaller").
+const INGEST_CACHE: u64 = 512 << 20;
 
 /// Memory the system can still give (`MemAvailable` in `/proc/meminfo`), where it says.
 fn available_memory() -> Option<u64> {
@@ -1080,17 +1075,10 @@ mod tests {
     const GIB: u64 = 1 << 30;
 
     #[test]
-    fn the_cache_grows_with_the_archive_the_ingest_makes() {
-        let cap = available_memory().map_or(u64::MAX, |m| m / 4).max(GIB / 4);
-        // A million generated messages (855 MB) into a new archive: 2.9 GB, a sixth under 1 GiB.
-        assert_eq!(cache_bytes(0, 855_000_000), GIB.min(cap));
-        // The same into a 26 GB archive: 4.8 GB wanted, 4 GiB at most.
-        assert_eq!(cache_bytes(26_000_000_000, 855_000_000), (4 * GIB).min(cap));
-        // In between, a sixth of the archive it will be.
-        assert_eq!(
-            cache_bytes(12_000_000_000, 0),
-            (12_000_000_000 / 6).min(cap)
-        );
+    fn the_cache_is_512_mib_where_memory_allows() {
+        let cap = available_memory().map_or(u64::MAX, |m| m / 4).max(64 << 20);
+        assert_eq!(cache_bytes(), (512 << 20).min(cap));
+        assert!(cache_bytes() >= 64 << 20);
     }
 
     #[test]
