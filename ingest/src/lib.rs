@@ -349,7 +349,7 @@ fn cache_bytes() -> u64 {
 
 /// The page cache an ingest gives its connection, whatever the archive's size: 512 MiB. What a
 /// batch reads again is small: its rows append to the ends of their tables and indexes, and the
-/// indexes keyed by random values (response key hashes, session ids, paths; about 300 MB at ten
+/// indexes keyed by random values (response key hashes, session ids, paths; about 255 MB at ten
 /// million messages) are read back from the OS where they do not fit. A larger cache mostly
 /// holds appended pages the ingest never reads again, and each new 64 KiB page buffer costs a
 /// page fault and the kernel's zeroing of it: at 4 GiB (a sixth of the archive, the earlier
