@@ -147,15 +147,22 @@ for k in $(seq "$first" "$last"); do
 done
 if [ -n "$one" ]; then
   python3 - "$work/lines" "$work/alone" "$work/daily" "$chunks" <<'PY'
-import sys
+import statistics, sys
 # Each file: one line per command (or chunk): seconds, input bytes.
 lines, alone, daily = ([tuple(map(float, l.split())) for l in open(f)] for f in sys.argv[1:4])
 chunks = int(sys.argv[4])
 rate = lambda r: r[1] / r[0]
 print(f"# ratio: chunk {chunks} of the one command against its chunk 1: {rate(lines[-1]) / rate(lines[0]):.2f}")
+ratios = []
 for k, d in enumerate(daily):
     a, b = alone[k + 1], alone[k + 2]
+    ratios.append(rate(d) / ((rate(a) + rate(b)) / 2))
     print(f"# ratio: daily chunk {chunks + k + 1} ({d[0]:.1f} s) against chunk 1 alone "
-          f"({a[0]:.1f} and {b[0]:.1f} s around it): {rate(d) / ((rate(a) + rate(b)) / 2):.2f}")
+          f"({a[0]:.1f} and {b[0]:.1f} s around it): {ratios[-1]:.3f}")
+if len(ratios) > 1:
+    # The machine's speed drifts from one command to the next (docs/benchmarks.md, "The daily
+    # million, thread by thread"): with several daily chunks, their median and range.
+    print(f"# ratio: daily chunks, median {statistics.median(ratios):.3f} "
+          f"(from {min(ratios):.3f} to {max(ratios):.3f})")
 PY
 fi
