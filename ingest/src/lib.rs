@@ -39,6 +39,7 @@ mod goose;
 pub mod judge;
 mod kimi;
 mod lines;
+mod merge;
 mod model;
 mod opencode;
 mod opencode_files;
@@ -373,22 +374,24 @@ fn available_memory() -> Option<u64> {
 const WAL_AUTOCHECKPOINT: i64 = 16384;
 
 /// The full-text index's settings an ingest keeps (`tune_for_ingest`): the pending-terms buffer
-/// (`hashsize`), how many segments of one level FTS5 lets gather before it merges them
-/// (`automerge`, 4 by default), and how many before it merges them all at once (`crisismerge`,
-/// 16 by default). The work of merging is the bytes indexed times the levels each byte passes
-/// through; at 16 segments a level a ten-million-message index has about half the levels it has
-/// at 4, so an ingest into it merges about half as much (docs/benchmarks.md, "Ingest"), and a
-/// search reads up to 15 segments a level instead of 3. A merge, once started, goes on a few
-/// pages at a time after each batch's flush (that flush's pages times the number of levels),
-/// while new segments keep arriving on the level; at `crisismerge` 16 the 16 segments that
-/// start a merge also reach the crisis bound in the same flush, and the whole level (about
-/// 450 MB at ten million messages) was merged inside one batch: the million that held it took
-/// a third longer than its neighbours. At 64 the merge is spread over the next seven or eight
-/// batches and the level holds at most about 24 segments meanwhile (docs/benchmarks.md, "The
-/// level merges, spread").
-const FTS_CONFIG: [(&str, i64); 3] = [
+/// (`hashsize`), how many segments of one level gather before they are merged (`usermerge`,
+/// which the writer's own merges read, [`merge`]; `automerge` 0 keeps FTS5 from merging inside
+/// the batches), and how many before FTS5 merges them all at once (`crisismerge`, 16 by
+/// default). The work of merging is the bytes indexed times the levels each byte passes through;
+/// at 16 segments a level a ten-million-message index has about half the levels it has at 4, so
+/// an ingest into it merges about half as much (docs/benchmarks.md, "Ingest"), and a search
+/// reads up to 15 segments a level instead of 3. A merge, once started, goes on a few pages at a
+/// time after each batch's flush (that flush's pages times the number of levels), while new
+/// segments keep arriving on the level; at `crisismerge` 16 the 16 segments that start a merge
+/// also reach the crisis bound in the same flush, and the whole level (about 450 MB at ten
+/// million messages) was merged inside one batch: the million that held it took a third longer
+/// than its neighbours. At 64 the merge is spread over the next seven or eight batches and the
+/// level holds at most about 24 segments meanwhile (docs/benchmarks.md, "The level merges,
+/// spread").
+const FTS_CONFIG: [(&str, i64); 4] = [
     ("hashsize", 64 * 1024 * 1024),
-    ("automerge", 16),
+    ("automerge", 0),
+    ("usermerge", merge::USERMERGE),
     ("crisismerge", 64),
 ];
 
@@ -1134,9 +1137,10 @@ mod tests {
             (
                 stored("hashsize"),
                 stored("automerge"),
+                stored("usermerge"),
                 stored("crisismerge")
             ),
-            (Some(64 << 20), Some(16), Some(64))
+            (Some(64 << 20), Some(0), Some(16), Some(64))
         );
     }
 }

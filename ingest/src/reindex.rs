@@ -15,6 +15,7 @@ use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::derive::{self, SessionRows};
+use super::merge;
 use super::model::Diagnostic;
 use super::store::{self, FileStamp};
 use super::{IngestError, parse_bytes};
@@ -114,10 +115,16 @@ pub fn reindex(conn: &Connection) -> Result<ReindexSummary, IngestError> {
     {
         let sessions = rederive_file(conn, &stamp, &mut summary.diagnostics)?;
         conn.execute_batch("BEGIN IMMEDIATE")?;
+        let index_before = merge::shape(conn);
         match store::write_file(conn, &stamp, &sessions, None, None)
             .and_then(|_| store::resolve_usage(conn))
         {
-            Ok(_) => conn.execute_batch("COMMIT")?,
+            Ok(_) => {
+                conn.execute_batch("COMMIT")?;
+                // The full-text merge work of what the file flushed (`merge`); a failed merge
+                // is left to the next commit.
+                let _ = merge::merge_after(conn, index_before);
+            }
             Err(e) => {
                 conn.execute_batch("ROLLBACK")?;
                 summary.diagnostics.push(Diagnostic {

@@ -11,6 +11,7 @@ use rusqlite::Connection;
 
 use super::checkpoint::Checkpointer;
 use super::derive::SessionRows;
+use super::merge::{self, Shape};
 use super::model::{Diagnostic, ParsedFile};
 use super::store::{self, FileStamp, FileState};
 use super::summary::Summary;
@@ -64,6 +65,8 @@ pub struct Writer {
     failed: bool,
     checkpointer: Option<Checkpointer>,
     spent: Option<Spent>,
+    /// The full-text index when the open transaction began ([`merge::merge_after`]).
+    index_before: Option<Shape>,
 }
 
 /// Where the rows of committed files go to be freed: back to the thread that allocated them.
@@ -82,6 +85,7 @@ impl Writer {
             failed: false,
             checkpointer,
             spent,
+            index_before: None,
         }
     }
 
@@ -92,16 +96,26 @@ impl Writer {
         }
     }
 
-    fn begin(&self, conn: &Connection) -> rusqlite::Result<()> {
+    fn begin(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         if let Some(c) = &self.checkpointer {
             c.before_transaction();
         }
-        conn.execute_batch("BEGIN IMMEDIATE")
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        self.index_before = merge::shape(conn);
+        Ok(())
     }
 
+    /// Commits, then runs the full-text merge work of what the transaction flushed in a
+    /// transaction of its own, while the checkpoint thread copies the first (`merge`). The files
+    /// are committed whatever the merge does: a merge that fails is left to the next commit.
     fn commit(&self, conn: &Connection) -> rusqlite::Result<()> {
         conn.execute_batch("COMMIT")?;
         if let Some(c) = &self.checkpointer {
+            c.committed();
+        }
+        if merge::merge_after(conn, self.index_before).unwrap_or(false)
+            && let Some(c) = &self.checkpointer
+        {
             c.committed();
         }
         Ok(())
