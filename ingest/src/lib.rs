@@ -354,11 +354,12 @@ fn cache_bytes() -> u64 {
 /// million messages) are read back from the OS where they do not fit. A larger cache mostly
 /// holds appended pages the ingest never reads again, and each new 64 KiB page buffer costs a
 /// page fault and the kernel's zeroing of it (on a VM that hands freed memory back to its host,
-/// a fault in the host too: docs/benchmarks.md, "The daily million, thread by thread"): at 4 GiB (a sixth of the archive, the earlier
-/// rule) a million into ten million spent 7 s of its writer in `clear_page_erms`. Measured from
-/// 14 to 24 million messages, cold: the daily million took 51–54 s at 4 GiB, 43–46 s at 2 GiB,
-/// 41–43 s at 1 GiB, 37–38 s at 512 MiB and 48 s at 256 MiB, where each batch spilled dirty pages
-/// to the WAL (docs/benchmarks.md, "The page cache, smaller").
+/// a fault in the host too: docs/benchmarks.md, "The daily million, thread by thread"): at
+/// 4 GiB (a sixth of the archive, the earlier rule) a million into ten million spent 7 s of its
+/// writer in `clear_page_erms`. Measured from 14 to 24 million messages, cold: the daily million
+/// took 51–54 s at 4 GiB, 43–46 s at 2 GiB, 41–43 s at 1 GiB, 37–38 s at 512 MiB and 48 s at
+/// 256 MiB, where each batch spilled dirty pages to the WAL (docs/benchmarks.md, "The page
+/// cache, smaller").
 const INGEST_CACHE: u64 = 512 << 20;
 
 /// Memory the system can still give (`MemAvailable` in `/proc/meminfo`), where it says.

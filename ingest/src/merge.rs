@@ -122,9 +122,8 @@ pub fn merge_after(conn: &Connection, before: Option<Shape>) -> rusqlite::Result
         // A record this cannot read: some work, so merges go on.
         _ => FALLBACK_WORK,
     };
-    let work = i64::try_from(work)
-        .unwrap_or(i64::MAX)
-        .min(i64::from(i32::MAX));
+    // `'merge'` takes a 32-bit count.
+    let work = work.min(i32::MAX as u64) as i64;
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let merged = conn
         .prepare_cached(&format!(
@@ -150,7 +149,7 @@ pub const USERMERGE: i64 = 16;
 mod tests {
     use super::*;
 
-    /// An archive whose index merges only when told to, with one transaction of `rows` rows.
+    /// Commits one transaction of `rows` rows into the index, ids from `from`.
     fn commit_rows(conn: &Connection, from: i64, rows: i64) {
         conn.execute_batch("BEGIN IMMEDIATE").unwrap();
         for id in from..from + rows {
@@ -164,21 +163,10 @@ mod tests {
         conn.execute_batch("COMMIT").unwrap();
     }
 
+    /// A new archive with the settings an ingest keeps: its index merges only when told to.
     fn open(dir: &std::path::Path) -> quarry_archive::Archive {
         let archive = quarry_archive::Archive::open(&dir.join("a.db")).unwrap();
-        for (key, value) in [
-            ("automerge", 0),
-            ("usermerge", USERMERGE),
-            ("crisismerge", 64),
-        ] {
-            archive
-                .conn()
-                .execute(
-                    "INSERT INTO blocks_fts (blocks_fts, rank) VALUES (?1, ?2)",
-                    rusqlite::params![key, value],
-                )
-                .unwrap();
-        }
+        crate::tune_for_ingest(archive.conn(), 64 << 20).unwrap();
         archive
     }
 
