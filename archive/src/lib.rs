@@ -15,7 +15,7 @@ pub mod schema;
 pub use archive::{Archive, ArchiveError, TableInfo, bump_generation, read_generation};
 pub use schema::{
     AFFECTED_TABLES, NOTE_SESSION_PARTITION, NUMBER_SESSION, RECORD_SESSION_CHANGE,
-    RECORD_WHOLE_TABLE_CHANGE, RESOLVE_ALONE, RESOLVE_USAGE, SCHEMA_VERSION, SESSION_NUM_OF,
-    SNAPSHOT_PARTITION, StatementError, WHOLE_TABLE_PARTITION, fulltext_insert_statement,
-    insert_statement, key_hash, of_session, upsert_statement,
+    RECORD_WHOLE_TABLE_CHANGE, RECORDED, RESOLVE_ALONE, RESOLVE_USAGE, SCHEMA_VERSION,
+    SESSION_NUM_OF, SHARING_SESSIONS, SNAPSHOT_PARTITION, StatementError, WHOLE_TABLE_PARTITION,
+    fulltext_insert_statement, insert_statement, key_hash, of_session, upsert_statement,
 };

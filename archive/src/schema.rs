@@ -105,6 +105,19 @@ CREATE VIEW events AS
     WHERE turn_id IS NULL OR turn_committed = 1;
 "#;
 
+/// Whether any record of the response key `?1` (hash `?2`) is archived: a row when one is.
+pub const RECORDED: &str =
+    "SELECT 1 FROM usage_records WHERE key_hash = ?2 AND response_key = ?1 LIMIT 1";
+
+/// Lists in `temp.affected_sessions` the other sessions whose transcripts record a response
+/// that session `?1`'s transcript records (their links are looked at again).
+pub const SHARING_SESSIONS: &str = "INSERT OR IGNORE INTO temp.affected_sessions
+     SELECT DISTINCT o.session_id FROM usage_records r
+     JOIN usage_records o ON o.key_hash = r.key_hash AND o.response_key = r.response_key
+          AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
+     WHERE r.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+       AND r.recorded_via = 'transcript'";
+
 /// Version 11: `actions`, `observed_events` and `files` numbered as well (issue 31). After
 /// version 10 their indexes were the last ones keyed by the session id that take an entry per
 /// row (about 17 MB of index per million messages, against 31 MB for the key hashes of `usage`
@@ -929,6 +942,8 @@ pub const RESOLVE_USAGE: &[&str] = &[
            FROM temp.affected_sessions a
            WHERE a.session_id NOT IN (SELECT session_id FROM temp.fresh_sessions)) c
      WHERE sessions.session_id = c.id
+       -- Said again so that SQLite looks the sessions up instead of reading the whole table.
+       AND sessions.session_id IN (SELECT session_id FROM temp.affected_sessions)
        AND (sessions.parent_session_id IS NULL OR sessions.branch_type = 'continuation')
        AND sessions.parent_session_id IS NOT c.parent",
     // Roots: a session with a parent has its parent's root (the parent itself when the parent
@@ -1183,6 +1198,48 @@ mod tests {
             FTS_DELETE_SESSION.contains(&format!("(blocks_fts, rowid, {declared})")),
             "{FTS_DELETE_SESSION}"
         );
+    }
+
+    /// The plan SQLite gives each statement that finds records and responses by their key or
+    /// session: every table of the archive is searched by a key or an index, never read whole
+    /// (only the temporary tables listing what to resolve, and the rows of subqueries, are),
+    /// and no automatic index is built. A scan there reads a whole table of the archive once per
+    /// batch: the continuation links' update read all of `sessions` so until it named the
+    /// sessions to look up a second time.
+    #[test]
+    fn lookups_search_and_never_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = crate::Archive::open(&dir.path().join("a.db")).unwrap();
+        let conn = archive.conn();
+        for sql in AFFECTED_TABLES {
+            conn.execute(sql, []).unwrap();
+        }
+        let mut statements: Vec<&str> = RESOLVE_USAGE.to_vec();
+        statements.extend([RECORDED, SHARING_SESSIONS, RESOLVE_ALONE]);
+        let mut problems = Vec::new();
+        for sql in statements {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let nulls = vec![rusqlite::types::Value::Null; stmt.parameter_count()];
+            let details: Vec<String> = stmt
+                .query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            for d in &details {
+                let scanned = d
+                    .strip_prefix("SCAN ")
+                    .map(|t| t.split(' ').next().unwrap_or(""));
+                // The temporary tables, and the rows a subquery yielded.
+                let temporary = |t: &str| {
+                    ["k", "q", "temp.affected_partitions"].contains(&t)
+                        || t.starts_with("(subquery-")
+                };
+                if d.contains("AUTOMATIC") || scanned.is_some_and(|t| !temporary(t)) {
+                    problems.push(format!("{d}\n    in {sql}"));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 
     #[test]

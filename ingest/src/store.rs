@@ -14,9 +14,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use quarry_archive::schema::FTS_DELETE_SESSION;
 use quarry_archive::{
-    AFFECTED_TABLES, NOTE_SESSION_PARTITION, NUMBER_SESSION, RESOLVE_ALONE, RESOLVE_USAGE,
-    SESSION_NUM_OF, bump_generation, fulltext_insert_statement, insert_statement, key_hash,
-    of_session, upsert_statement,
+    AFFECTED_TABLES, NOTE_SESSION_PARTITION, NUMBER_SESSION, RECORDED, RESOLVE_ALONE,
+    RESOLVE_USAGE, SESSION_NUM_OF, SHARING_SESSIONS, bump_generation, fulltext_insert_statement,
+    insert_statement, key_hash, of_session, upsert_statement,
 };
 
 use super::chunks::Chain;
@@ -239,15 +239,7 @@ fn write_continued(
     // Whether another session continues this one depends on when this one ended: the sessions
     // sharing a response with it are linked again.
     if updated_at != s.session.updated_at || everything {
-        tx.prepare_cached(
-            "INSERT OR IGNORE INTO temp.affected_sessions
-             SELECT DISTINCT o.session_id FROM usage_records r
-             JOIN usage_records o ON o.key_hash = r.key_hash AND o.response_key = r.response_key
-                  AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
-             WHERE r.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
-               AND r.recorded_via = 'transcript'",
-        )?
-        .execute([sid])?;
+        tx.prepare_cached(SHARING_SESSIONS)?.execute([sid])?;
     }
     tx.prepare_cached(NOTE_SESSION_PARTITION)?.execute([sid])?;
     tx.prepare_cached(&format!("{FTS_DELETE_SESSION} AND rowid >= ?2"))?
@@ -924,9 +916,7 @@ fn insert_session(
         *seen.entry(u.response_key.as_str()).or_default() += 1;
     }
     let mut listed = tx.prepare_cached("SELECT 1 FROM temp.affected_keys WHERE key = ?1")?;
-    let mut recorded = tx.prepare_cached(
-        "SELECT 1 FROM usage_records WHERE key_hash = ?2 AND response_key = ?1 LIMIT 1",
-    )?;
+    let mut recorded = tx.prepare_cached(RECORDED)?;
     let mut own = tx.prepare_cached(RESOLVE_ALONE)?;
     let mut unresolved: Vec<&String> = Vec::new();
     let mut stmt = tx.prepare_cached(&insert_statement("usage_records", &[])?)?;
