@@ -105,19 +105,6 @@ CREATE VIEW events AS
     WHERE turn_id IS NULL OR turn_committed = 1;
 "#;
 
-/// Whether any record of the response key `?1` (hash `?2`) is archived: a row when one is.
-pub const RECORDED: &str =
-    "SELECT 1 FROM usage_records WHERE key_hash = ?2 AND response_key = ?1 LIMIT 1";
-
-/// Lists in `temp.affected_sessions` the other sessions whose transcripts record a response
-/// that session `?1`'s transcript records (their links are looked at again).
-pub const SHARING_SESSIONS: &str = "INSERT OR IGNORE INTO temp.affected_sessions
-     SELECT DISTINCT o.session_id FROM usage_records r
-     JOIN usage_records o ON o.key_hash = r.key_hash AND o.response_key = r.response_key
-          AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
-     WHERE r.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
-       AND r.recorded_via = 'transcript'";
-
 /// Version 11: `actions`, `observed_events` and `files` numbered as well (issue 31). After
 /// version 10 their indexes were the last ones keyed by the session id that take an entry per
 /// row (about 17 MB of index per million messages, against 31 MB for the key hashes of `usage`
@@ -848,6 +835,19 @@ pub const RESOLVE_ALONE: &str =
          recorded_via, record_count, key_hash, session_num)
      VALUES (?1, ?2, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12 - MIN(?14, ?12), MIN(?14, ?12), ?15,
              ?16, ?17, ?3, 1, ?19, ?20)";
+
+/// Whether any record of the response key `?1` (hash `?2`) is archived: a row when one is.
+pub const RECORDED: &str =
+    "SELECT 1 FROM usage_records WHERE key_hash = ?2 AND response_key = ?1 LIMIT 1";
+
+/// Lists in `temp.affected_sessions` the other sessions whose transcripts record a response
+/// that session `?1`'s transcript records (their links are looked at again).
+pub const SHARING_SESSIONS: &str = "INSERT OR IGNORE INTO temp.affected_sessions
+     SELECT DISTINCT o.session_id FROM usage_records r
+     JOIN usage_records o ON o.key_hash = r.key_hash AND o.response_key = r.response_key
+          AND o.session_id <> r.session_id AND o.recorded_via = 'transcript'
+     WHERE r.session_num = (SELECT session_num FROM session_numbers WHERE session_id = ?1)
+       AND r.recorded_via = 'transcript'";
 
 /// Lists the sessions owning a `usage` row of a key in `temp.affected_keys` (before the rows
 /// are resolved again, and after).
